@@ -1,0 +1,28 @@
+# Two commands on a fresh machine: `make run` (the tutor) and `make test` (the test suite).
+PYTHON ?= python3
+VENV ?= .venv
+# CPU build by default; on a GPU machine: make TORCH_SPEC=torch run
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test gpu-test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/infprof-tutor
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+gpu-test: $(STAMP)
+	$(BIN)/python -m pytest -q -m gpu
+
+clean:
+	rm -rf $(VENV)

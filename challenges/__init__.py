@@ -1,0 +1,1 @@
+"""Puzzle folders: data plus workloads (see README.md here)."""

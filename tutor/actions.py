@@ -1,0 +1,154 @@
+"""What a learner can do to a puzzle (profile, grade), shared by the CLI and the TUI.
+
+Each action builds a harness request, runs it in a subprocess through
+tutor.runner, turns the raw result into metrics or a verdict, and records it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tutor.catalog import Puzzle
+from tutor.errors import TutorError
+from tutor.grading.answer import read_answer
+from tutor.grading.diagnosis import check_diagnosis
+from tutor.grading.performance import check_correctness, check_performance, speedups_vs
+from tutor.grading.verdict import Criterion, Verdict
+from tutor.metrics import ProfileMetrics
+from tutor.progress import Progress
+from tutor.runner import HarnessRun, run_harness
+from tutor.workspace import Workspace
+
+EventHandler = Callable[[dict], None]
+Register = Callable[[HarnessRun], None]
+PROFILE_WORKLOADS = ("baseline", "mine")
+
+
+@dataclass
+class ProfileOutcome:
+    metrics: ProfileMetrics
+    run_dir: Path
+    trace_path: Path
+
+
+def code_hash(ws: Workspace, puzzle: Puzzle) -> str:
+    digest = hashlib.sha256()
+    for name in puzzle.editable:
+        path = ws.editable_path(puzzle, name)
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
+    return digest.hexdigest()[:16]
+
+
+def _new_run_dir(ws: Workspace, puzzle: Puzzle, mode: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return ws.runs_dir / f"{stamp}-{puzzle.id}-{mode}-{random.randrange(16**4):04x}"
+
+
+def _workload_paths(ws: Workspace, puzzle: Puzzle) -> dict[str, str]:
+    paths = {name: str(puzzle.workload_path(name)) for name in puzzle.workloads}
+    paths["mine"] = str(ws.editable_path(puzzle, "workload.py"))
+    return paths
+
+
+def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) -> dict:
+    return {
+        "mode": mode,
+        "device": puzzle.hardware.device,
+        # Chosen now, never stored in the workspace: outputs cannot be precomputed.
+        "seed": random.SystemRandom().randrange(2**31),
+        "spec": str(puzzle.folder / "spec.py"),
+        "workloads": _workload_paths(ws, puzzle),
+        "prepare": prepare,
+        "timing": {"warmup": puzzle.timing.warmup, "rounds": puzzle.timing.rounds,
+                   "input_pool": puzzle.timing.input_pool},
+    }
+
+
+def _check_workload_file(ws: Workspace, puzzle: Puzzle) -> None:
+    path = ws.editable_path(puzzle, "workload.py")
+    if not path.is_file():
+        raise TutorError(f"{path} is missing.", f"Run `infprof-tutor reset {puzzle.id}` to restore it.")
+
+
+def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: EventHandler | None = None,
+            register: Register | None = None) -> ProfileOutcome:
+    """Profile one workload under the PyTorch profiler; store its metrics as this learner's evidence."""
+    from tutor.profilers.torch_trace import extract  # pandas: only when a profile is read
+
+    if which not in PROFILE_WORKLOADS:
+        raise TutorError(f"Cannot profile '{which}'.", "Choose --which baseline or --which mine.")
+    if which == "mine":
+        _check_workload_file(ws, puzzle)
+    run_dir = _new_run_dir(ws, puzzle, f"profile-{which}")
+    request = _base_request(ws, puzzle, "profile", [which])
+    trace_path = run_dir / "trace.json"
+    request["profile"] = {"workload": which, "iterations": puzzle.timing.profile_iterations,
+                          "trace_path": str(trace_path)}
+    outcome = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register)
+    if on_event:
+        on_event({"type": "stage", "stage": "extracting", "detail": "reading the trace"})
+    metrics = extract(trace_path, outcome.result.get("memory"))
+    metrics.save(run_dir / "metrics.json")
+    Progress(ws.db_path).record_profile(puzzle.id, which, code_hash(ws, puzzle), metrics, trace_path, run_dir)
+    return ProfileOutcome(metrics, run_dir, trace_path)
+
+
+def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
+          register: Register | None = None) -> Verdict:
+    """Correctness, diagnosis and speed of the learner's current files; every attempt is recorded."""
+    _check_workload_file(ws, puzzle)
+    progress = Progress(ws.db_path)
+    hash_before = code_hash(ws, puzzle)
+    timed = ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)]
+    prepare = list(dict.fromkeys([*timed, puzzle.correctness.oracle]))
+    request = _base_request(ws, puzzle, "check", prepare)
+    request.update(candidate="mine", oracle=puzzle.correctness.oracle, time=timed,
+                   correctness={"checks": puzzle.correctness.checks})
+    run_dir = _new_run_dir(ws, puzzle, "grade")
+    result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
+    if on_event:
+        on_event({"type": "stage", "stage": "grading", "detail": "checking your answer"})
+
+    correctness = check_correctness(puzzle, result["checks"])
+    diagnosis = _diagnose(ws, puzzle, progress)
+    speedups = speedups_vs(result["samples_ms"])
+    performance, tier = check_performance(puzzle, speedups, result["samples_ms"])
+    criteria = [correctness, diagnosis, performance]
+    verdict = Verdict(puzzle.id, criteria, tier=tier if correctness.passed else "",
+                      speedups={k: vars(v) for k, v in speedups.items()},
+                      timings_ms={k: statistics.median(v) for k, v in result["samples_ms"].items()})
+    if not verdict.passed:
+        verdict.next_hint = _next_hint_preview(puzzle, progress)
+    headline = speedups[puzzle.tiers[0].vs]
+    progress.record_attempt(puzzle.id, hash_before, verdict.passed, verdict.tier, headline.median, headline.low,
+                            verdict.to_dict(), run_dir)
+    return verdict
+
+
+def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:
+    try:
+        answer = read_answer(ws.editable_path(puzzle, "answer.toml"))
+    except TutorError as e:
+        return Criterion("diagnosis", False, e.message, [e.advice])
+    row = progress.latest_profile(puzzle.id, "baseline")
+    values = ProfileMetrics.from_json(row["metrics_json"]).values if row else None
+    return check_diagnosis(puzzle, answer, values)
+
+
+def _next_hint_preview(puzzle: Puzzle, progress: Progress) -> str:
+    shown = progress.hints_revealed(puzzle.id)
+    if shown < len(puzzle.hints):
+        return f"A hint is available: infprof-tutor hint {puzzle.id}"
+    return ""
+
+
+def reveal_hint(ws: Workspace, puzzle: Puzzle) -> tuple[int, str] | None:
+    """The next hint (index, text), recorded as revealed; None when all are out."""
+    idx = Progress(ws.db_path).reveal_hint(puzzle.id, len(puzzle.hints))
+    return None if idx is None else (idx, puzzle.hints[idx])

@@ -1,0 +1,158 @@
+"""The puzzle catalog: every folder under challenges/ with a puzzle.toml, read into `Puzzle`s.
+
+Pure data: reading the catalog imports neither torch nor pandas, so `list` stays fast.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import challenges
+
+from tutor.errors import TutorError
+
+CHALLENGES_DIR = Path(challenges.__file__).parent
+
+
+@dataclass(frozen=True)
+class Hardware:
+    device: str = "cpu"  # "cpu" or "cuda"
+    min_compute_capability: float = 0.0
+    gpus: int = 0
+    packages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    vs: str  # the workload the speedup is measured against
+    min_speedup: float
+
+
+@dataclass(frozen=True)
+class Correctness:
+    oracle: str
+    max_rel_l2: float
+    checks: int = 3
+
+
+@dataclass(frozen=True)
+class Timing:
+    warmup: int = 5
+    rounds: int = 30
+    input_pool: int = 4
+    profile_iterations: int = 5
+    timeout_s: float = 600.0  # a hang is killed after this
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    accepted: tuple[str, ...]
+    supporting: tuple[str, ...] = ()
+    relevant_metrics: tuple[str, ...] = ("*",)
+    min_evidence: int = 1
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    id: str
+    title: str
+    level: int
+    summary: str
+    folder: Path
+    hardware: Hardware
+    editable: tuple[str, ...]
+    workloads: dict[str, str]  # name -> module file inside the puzzle folder
+    correctness: Correctness
+    timing: Timing
+    tiers: tuple[Tier, ...]
+    diagnosis: Diagnosis
+    hints: tuple[str, ...] = ()
+    profilers: tuple[str, ...] = ("torch",)
+    grader: str = ""  # optional module under graders/ with extra checks
+    extra: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def story(self) -> str:
+        return (self.folder / "story.md").read_text()
+
+    @property
+    def starter_dir(self) -> Path:
+        return self.folder / "starter"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.folder / "solution"
+
+    def workload_path(self, name: str) -> Path:
+        return self.folder / self.workloads[name]
+
+
+def load_puzzle(folder: Path) -> Puzzle:
+    """Read one puzzle folder; a malformed puzzle.toml raises TutorError naming the field."""
+    meta_path = folder / "puzzle.toml"
+    try:
+        with meta_path.open("rb") as f:
+            meta = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise TutorError(f"{meta_path} is not valid TOML: {e}", "Fix the file, or reinstall the tutor.") from e
+    try:
+        workloads = dict(meta["workloads"])
+        corr = meta["correctness"]
+        diag = meta["diagnosis"]
+        puzzle = Puzzle(
+            id=meta["id"],
+            title=meta["title"],
+            level=int(meta["level"]),
+            summary=meta.get("summary", ""),
+            folder=folder,
+            hardware=Hardware(**{**meta.get("hardware", {}), "packages": tuple(meta.get("hardware", {}).get("packages", ()))}),
+            editable=tuple(meta["files"]["editable"]),
+            workloads=workloads,
+            correctness=Correctness(**corr),
+            timing=Timing(**meta.get("timing", {})),
+            tiers=tuple(Tier(**t) for t in meta["tiers"]),
+            diagnosis=Diagnosis(
+                accepted=tuple(diag["accepted"]),
+                supporting=tuple(diag.get("supporting", ())),
+                relevant_metrics=tuple(diag.get("relevant_metrics", ("*",))),
+                min_evidence=int(diag.get("min_evidence", 1)),
+            ),
+            hints=tuple(meta.get("hints", ())),
+            profilers=tuple(meta.get("profilers", ("torch",))),
+            grader=meta.get("grader", ""),
+            extra=meta.get("extra", {}),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise TutorError(f"{meta_path} is missing or has a bad field: {e}", "Fix the puzzle metadata.") from e
+    _check_references(puzzle, meta_path)
+    return puzzle
+
+
+def _check_references(p: Puzzle, meta_path: Path) -> None:
+    names = set(p.workloads) | {"mine"}
+    if "baseline" not in p.workloads:
+        raise TutorError(f"{meta_path}: [workloads] needs a 'baseline'", "Fix the puzzle metadata.")
+    for ref in [p.correctness.oracle, *(t.vs for t in p.tiers)]:
+        if ref not in names:
+            raise TutorError(f"{meta_path}: '{ref}' is not a workload name ({sorted(names)})", "Fix the puzzle metadata.")
+    for name, file in p.workloads.items():
+        if not (p.folder / file).is_file():
+            raise TutorError(f"{meta_path}: workload '{name}' file {file} does not exist", "Fix the puzzle metadata.")
+
+
+@cache
+def all_puzzles(root: Path = CHALLENGES_DIR) -> dict[str, Puzzle]:
+    """Every puzzle, ordered by level then id."""
+    found = [load_puzzle(d) for d in sorted(root.iterdir()) if (d / "puzzle.toml").is_file()]
+    return {p.id: p for p in sorted(found, key=lambda p: (p.level, p.id))}
+
+
+def get_puzzle(puzzle_id: str) -> Puzzle:
+    puzzles = all_puzzles()
+    if puzzle_id not in puzzles:
+        raise TutorError(f"No puzzle named '{puzzle_id}'.", f"Known puzzles: {', '.join(puzzles)}. Try `infprof-tutor list`.")
+    return puzzles[puzzle_id]

@@ -1,0 +1,168 @@
+"""The `infprof-tutor` command: thin argument handling over tutor.actions.
+
+Start-up imports neither torch nor pandas: workloads run in subprocesses and
+traces are parsed only by the commands that need them.
+Exit codes: 0 success/pass, 1 graded fail or failed run, 2 usage or environment problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from tutor.errors import EnvironmentProblem, TutorError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _progress_printer(verbose: bool = True):
+    """Stage lines and a timing counter on stderr, from harness events."""
+    last = {"stage": None}
+
+    def on_event(event: dict) -> None:
+        if event["type"] == "stage" and event["stage"] != last["stage"]:
+            last["stage"] = event["stage"]
+            err_console.print(f"[cyan]▸[/] {event['stage']}: {event.get('detail', '')}", highlight=False)
+        elif event["type"] == "progress" and verbose and err_console.is_terminal:
+            err_console.print(f"  {event['stage']} {event['done']}/{event['total']}", end="\r", highlight=False)
+
+    return on_event
+
+
+def cmd_init(args) -> int:
+    from tutor.workspace import init_workspace
+
+    ws = init_workspace(Path(args.dir))
+    console.print(f"Workspace ready at [bold]{ws.root}[/]. Next: cd {ws.root} && infprof-tutor list")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from tutor.catalog import all_puzzles
+    from tutor.progress import Progress
+    from tutor.render import puzzle_table
+    from tutor.workspace import require_workspace
+
+    ws = require_workspace(args.workspace)
+    progress = Progress(ws.db_path)
+    puzzles = list(all_puzzles().values())
+    console.print(puzzle_table(puzzles, {p.id: progress.status(p.id) for p in puzzles}))
+    return 0
+
+
+def cmd_show(args) -> int:
+    from tutor.catalog import get_puzzle
+    from tutor.render import puzzle_page
+    from tutor.workspace import require_workspace
+
+    ws = require_workspace(args.workspace)
+    p = get_puzzle(args.puzzle)
+    console.print(puzzle_page(p, [str(ws.editable_path(p, n)) for n in p.editable]))
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+    from tutor.render import metrics_view
+    from tutor.workspace import require_workspace
+
+    ws = require_workspace(args.workspace)
+    p = get_puzzle(args.puzzle)
+    if args.profiler not in p.profilers:
+        raise TutorError(f"{p.id} is profiled with {', '.join(p.profilers)}, not {args.profiler}.")
+    outcome = actions.profile(ws, p, args.which, _progress_printer())
+    console.print(metrics_view(outcome.metrics))
+    console.print(f"Trace: {outcome.trace_path}\nOpen it at https://ui.perfetto.dev (Open trace file).", highlight=False)
+    return 0
+
+
+def cmd_grade(args) -> int:
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+    from tutor.render import verdict_view
+    from tutor.workspace import require_workspace
+
+    ws = require_workspace(args.workspace)
+    verdict = actions.grade(ws, get_puzzle(args.puzzle), _progress_printer())
+    console.print(verdict_view(verdict))
+    return 0 if verdict.passed else 1
+
+
+def cmd_hint(args) -> int:
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+    from tutor.workspace import require_workspace
+
+    p = get_puzzle(args.puzzle)
+    hint = actions.reveal_hint(require_workspace(args.workspace), p)
+    if hint is None:
+        console.print(f"All {len(p.hints)} hints are out. The story (infprof-tutor show {p.id}) and your profile are next.")
+    else:
+        console.print(f"[bold]Hint {hint[0] + 1}/{len(p.hints)}[/]: {hint[1]}")
+    return 0
+
+
+def cmd_reset(args) -> int:
+    from tutor.catalog import get_puzzle
+    from tutor.workspace import require_workspace
+
+    for path in require_workspace(args.workspace).reset(get_puzzle(args.puzzle)):
+        console.print(f"restored {path} (your old copy: {path.name}.bak)")
+    return 0
+
+
+def cmd_taxonomy(args) -> int:
+    from tutor.taxonomy import bottlenecks
+
+    for bid, meaning in bottlenecks().items():
+        console.print(f"[bold]{bid}[/]\n  {meaning}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="infprof-tutor", description="Learn to find GPU inference bottlenecks by profiling.")
+    parser.add_argument("--workspace", type=Path, default=None, help="workspace folder (default: found from here)")
+    sub = parser.add_subparsers(dest="command")
+    p = sub.add_parser("init", help="create a workspace with every puzzle's files")
+    p.add_argument("dir", nargs="?", default="infprof-workspace")
+    p.set_defaults(func=cmd_init)
+    sub.add_parser("list", help="puzzles and your progress").set_defaults(func=cmd_list)
+    sub.add_parser("taxonomy", help="the bottleneck ids you can name").set_defaults(func=cmd_taxonomy)
+    for name, func, help_ in (("show", cmd_show, "story, goal and grading of a puzzle"),
+                              ("grade", cmd_grade, "check, time and grade your solution"),
+                              ("hint", cmd_hint, "reveal the next hint"),
+                              ("reset", cmd_reset, "restore a puzzle's files (keeps .bak copies)"),
+                              ("profile", cmd_profile, "profile a workload and show its metrics")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("puzzle")
+        p.set_defaults(func=func)
+        if name == "profile":
+            p.add_argument("--profiler", default="torch", choices=["torch"])
+            p.add_argument("--which", default="baseline", choices=["baseline", "mine"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        build_parser().print_help()
+        return 0
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        err_console.print("Interrupted.")
+        return 130
+    except TutorError as e:
+        from tutor.render import error_view
+
+        err_console.print(error_view(e))
+        return 2 if isinstance(e, EnvironmentProblem) or not hasattr(e, "kind") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Correctness and speed criteria from the harness's raw results."""
+
+from __future__ import annotations
+
+import statistics
+
+from tutor.catalog import Puzzle
+from tutor.grading.verdict import Criterion
+from tutor.stats import Estimate, speedup
+
+
+def check_correctness(puzzle: Puzzle, checks: list[dict]) -> Criterion:
+    limit = puzzle.correctness.max_rel_l2
+    details = []
+    for i, c in enumerate(checks, start=1):
+        if not c["ok_structure"]:
+            details.append(f"input {i}: {c['problem']}")
+        else:
+            verdict = "ok" if c["rel_l2"] <= limit else f"too far (limit {limit:g})"
+            details.append(f"input {i}: relative L2 error {c['rel_l2']:.2e}, {verdict}")
+    passed = bool(checks) and all(c["ok_structure"] and c["rel_l2"] <= limit for c in checks)
+    summary = (f"Output matches {puzzle.correctness.oracle} on {len(checks)} fresh inputs." if passed
+               else f"Output differs from {puzzle.correctness.oracle}.")
+    return Criterion("correctness", passed, summary, details)
+
+
+def speedups_vs(samples_ms: dict[str, list[float]], candidate: str = "mine") -> dict[str, Estimate]:
+    return {name: speedup(ms, samples_ms[candidate]) for name, ms in samples_ms.items() if name != candidate}
+
+
+def tier_reached(puzzle: Puzzle, speedups: dict[str, Estimate]) -> str:
+    """The highest tier whose bound holds, each tier requiring those below it."""
+    reached = ""
+    for tier in puzzle.tiers:
+        if speedups[tier.vs].low < tier.min_speedup:
+            break
+        reached = tier.name
+    return reached
+
+
+def check_performance(puzzle: Puzzle, speedups: dict[str, Estimate], samples_ms: dict[str, list[float]]) -> tuple[Criterion, str]:
+    tier = tier_reached(puzzle, speedups)
+    details = [f"{name}: median {statistics.median(ms):.4g} ms over {len(ms)} rounds" for name, ms in samples_ms.items()]
+    for t in puzzle.tiers:
+        est = speedups[t.vs]
+        mark = "met" if est.low >= t.min_speedup else "not met"
+        details.append(f"{t.name}: >= {t.min_speedup:g}x vs {t.vs}: you are {est.median:.2f}x "
+                       f"(95% CI {est.low:.2f}-{est.high:.2f}), {mark}")
+    first = puzzle.tiers[0]
+    summary = (f"Tier reached: {tier}." if tier else
+               f"Not yet {first.min_speedup:g}x faster than {first.vs} (the lower bound of the 95% interval counts).")
+    return Criterion("performance", bool(tier), summary, details), tier

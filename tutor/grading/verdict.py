@@ -1,0 +1,30 @@
+"""What a grade says: one Criterion per check, and the Verdict over them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Criterion:
+    name: str  # correctness / diagnosis / performance / a puzzle-specific check
+    passed: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    puzzle: str
+    criteria: list[Criterion]
+    tier: str = ""
+    speedups: dict[str, dict] = field(default_factory=dict)  # vs-workload -> {median, low, high, n}
+    timings_ms: dict[str, float] = field(default_factory=dict)  # workload -> median ms
+    next_hint: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.criteria)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "passed": self.passed}

@@ -1,0 +1,99 @@
+"""The workload harness: `python -m tutor.harness REQUEST.json`, started by tutor.runner.
+
+Runs in its own process so a crash, hang or OOM in learner code never touches the
+tutor. Modes: `check` (correctness + interleaved timing) and `profile` (one
+PyTorch-profiler trace of one workload). Raw samples go back; statistics are
+computed by the tutor.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import traceback
+from pathlib import Path
+
+from tutor.harness.events import EventSink
+from tutor.harness.loading import HarnessFailure, call_workload, load_module
+
+WORKLOAD_API = ("prepare", "forward")
+SPEC_API = ("make_weights", "make_input")
+
+
+def main(argv: list[str]) -> int:
+    sink = EventSink()
+    try:
+        request = json.loads(Path(argv[0]).read_text())
+        result = run(request, sink)
+        sink.emit("result", data=result)
+        return 0
+    except HarnessFailure as f:
+        print(f.tb or f.message, file=sys.stderr)
+        sink.emit("error", kind=f.kind, message=f.message, where=f.where, traceback=f.tb[-4000:])
+        return 3
+    except Exception as e:  # a harness bug: still report it through the protocol
+        tb = traceback.format_exc()
+        print(tb, file=sys.stderr)
+        sink.emit("error", kind="bad_request", message=f"{type(e).__name__}: {e}", where="harness", traceback=tb[-4000:])
+        return 4
+
+
+def run(request: dict, sink: EventSink) -> dict:
+    sink.stage("importing", "torch")
+    import torch
+
+    from tutor.harness.device import Device
+
+    if request["device"] == "cuda" and not torch.cuda.is_available():
+        raise HarnessFailure("no_gpu", "this puzzle needs a CUDA GPU, and torch sees none "
+                             f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+    if request["device"] == "cpu":
+        torch.set_num_threads(1)  # CPU puzzles time one thread, so speedups compare across machines
+    device = Device(request["device"])
+    torch.manual_seed(request["seed"])
+    spec = load_module(Path(request["spec"]), "spec", SPEC_API)
+    names = request["prepare"]
+    modules = {n: load_module(Path(request["workloads"][n]), n, WORKLOAD_API) for n in names}
+
+    states = {}
+    for name, module in modules.items():
+        sink.stage("preparing", name)
+        weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)
+        states[name] = call_workload(f"{name}.prepare()", module.prepare, weights, device.name)
+        del weights
+
+    def forward(name, x):
+        return call_workload(f"{name}.forward()", modules[name].forward, states[name], x)
+
+    result = {"env": device.describe()}
+    if request["mode"] == "check":
+        from tutor.harness.timing import check_and_time
+        result.update(check_and_time(request, spec, forward, device, sink))
+    elif request["mode"] == "profile":
+        result.update(profile(request, spec, forward, device, sink))
+    else:
+        raise HarnessFailure("bad_request", f"unknown mode {request['mode']!r}")
+    return result
+
+
+def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:
+    from tutor.harness.torch_profile import profile_iterations
+
+    name = request["profile"]["workload"]
+    iterations = request["profile"]["iterations"]
+    seed = request["seed"]
+    inputs = [call_workload("spec.make_input", spec.make_input, seed + 1 + i, device.name) for i in range(iterations)]
+    sink.stage("warmup", name)
+    for i in range(request["timing"]["warmup"]):
+        forward(name, inputs[i % iterations])
+    device.synchronize()
+    sink.stage("profiling", f"{name}: {iterations} iterations")
+    trace = Path(request["profile"]["trace_path"])
+    memory = profile_iterations(lambda i: forward(name, inputs[i]), iterations, trace)
+    return {"trace_path": str(trace), "memory": memory, "workload": name}
+
+
+if __name__ == "__main__":
+    random.seed()
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,47 @@
+"""The device the workloads run on, and the means to time it fairly."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+class Device:
+    """Wraps timing, synchronisation and cache flushing for CPU or one CUDA GPU."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.cuda = name == "cuda"
+        self._flush = None
+        if self.cuda:
+            # Twice the L2 so every timed call starts from a cold cache (50 MB on the H100).
+            l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
+            self._flush = torch.empty(max(2 * l2_bytes, 64 * 2**20), dtype=torch.uint8, device="cuda")
+
+    def synchronize(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def time_call_ms(self, fn) -> tuple[float, object]:
+        """One timed call from a cold L2 and an idle GPU, so launch latency is inside the number."""
+        if not self.cuda:
+            start = time.perf_counter_ns()
+            out = fn()
+            return (time.perf_counter_ns() - start) / 1e6, out
+        self._flush.zero_()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        end.record()
+        # The whole device, not just the event's stream: side-stream work must finish inside the sample.
+        torch.cuda.synchronize()
+        return start.elapsed_time(end), out
+
+    def describe(self) -> dict:
+        info = {"device": self.name, "torch": torch.__version__}
+        if self.cuda:
+            props = torch.cuda.get_device_properties(0)
+            info.update(gpu=props.name, compute_capability=f"{props.major}.{props.minor}", sms=props.multi_processor_count)
+        return info

@@ -1,0 +1,76 @@
+"""The one metrics model every profiler backend produces.
+
+`values` is a flat name -> number map: these names are what a learner cites as
+evidence in answer.toml, so they are stable and documented in METRIC_DOCS.
+`kernels` is the per-kernel table (one dict per kernel name) for display.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Names a learner can cite, with what they mean. Backends may add more
+# (e.g. per-category shares) following the same patterns.
+METRIC_DOCS: dict[str, str] = {
+    "iterations": "forward() calls inside the profiled window",
+    "cpu.time_per_iter_us": "host wall time of one forward() call",
+    "cpu.ops_per_iter": "aten operator calls per forward() (dispatcher round-trips)",
+    "cpu.allocs_per_iter": "host or device allocations per forward()",
+    "gpu.time_per_iter_us": "summed kernel time per forward()",
+    "gpu.busy_fraction": "share of the window in which some kernel ran (1.0 = never idle)",
+    "gpu.idle_us_per_iter": "time per forward() with no kernel running",
+    "kernels.per_iter": "GPU kernels launched per forward()",
+    "kernels.category.<cat>.share": "share of GPU kernel time in category <cat>",
+    "kernels.category.<cat>.us_per_iter": "kernel time per forward() in category <cat>",
+    "launch.latency_us_median": "median time from the launch API call to the kernel start",
+    "launch.api_us_per_iter": "host time spent inside CUDA launch API calls per forward()",
+    "memcpy.h2d_bytes_per_iter": "host-to-device bytes copied per forward()",
+    "memcpy.d2h_bytes_per_iter": "device-to-host bytes copied per forward()",
+    "memcpy.h2d_gbps": "achieved host-to-device bandwidth",
+    "memcpy.pageable_per_iter": "copies per forward() from pageable (unpinned) host memory",
+    "sync.calls_per_iter": "host-device synchronisations per forward()",
+    "graphs.replays_per_iter": "CUDA graph launches per forward()",
+    "memory.peak_allocated_mb": "peak memory held by tensors",
+    "memory.peak_reserved_mb": "peak memory reserved by the caching allocator",
+}
+
+
+@dataclass
+class ProfileMetrics:
+    """What one profiling run showed, in the form graders and views read."""
+
+    values: dict[str, float]
+    kernels: list[dict] = field(default_factory=list)
+    profiler: str = "torch"
+    device: str = "cpu"
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"profiler": self.profiler, "device": self.device, "values": self.values, "kernels": self.kernels},
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "ProfileMetrics":
+        data = json.loads(text)
+        return cls(values=data["values"], kernels=data.get("kernels", []),
+                   profiler=data.get("profiler", "torch"), device=data.get("device", "cpu"))
+
+    def save(self, path: Path) -> None:
+        path.write_text(self.to_json())
+
+    @classmethod
+    def load(cls, path: Path) -> "ProfileMetrics":
+        return cls.from_json(path.read_text())
+
+
+def describe(name: str) -> str:
+    """The documented meaning of a metric name, matching <cat>-style patterns."""
+    if name in METRIC_DOCS:
+        return METRIC_DOCS[name]
+    parts = name.split(".")
+    if len(parts) == 4 and parts[:2] == ["kernels", "category"]:
+        return METRIC_DOCS.get(f"kernels.category.<cat>.{parts[3]}", "").replace("<cat>", parts[2])
+    return ""

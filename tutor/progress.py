@@ -1,0 +1,130 @@
+"""The learner's progress: every attempt, profile and hint, in one SQLite file (sqlite-utils).
+
+The schema is versioned with PRAGMA user_version; each migration runs once, in
+a transaction. WAL mode plus a busy timeout lets two graders write at once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tutor.metrics import ProfileMetrics
+
+
+def _import_sqlite_utils():
+    """Import sqlite-utils without the pandas and numpy it loads eagerly (~0.45 s).
+
+    It wants them only to map their scalar types to column types; we store plain
+    Python values, and `list` must start fast.
+    """
+    hidden = [m for m in ("pandas", "numpy") if m not in sys.modules]
+    for m in hidden:
+        sys.modules[m] = None  # makes `import m` raise ImportError, which sqlite-utils tolerates
+    try:
+        import sqlite_utils
+    finally:
+        for m in hidden:
+            del sys.modules[m]
+    return sqlite_utils
+
+
+sqlite_utils = _import_sqlite_utils()
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db["attempts"].create({
+        "id": int, "puzzle": str, "created_at": float, "code_hash": str, "passed": int, "tier": str,
+        "speedup": float, "speedup_low": float, "verdict_json": str, "run_dir": str,
+    }, pk="id")
+    db["attempts"].create_index(["puzzle", "created_at"])
+    db["profiles"].create({
+        "id": int, "puzzle": str, "created_at": float, "workload": str, "code_hash": str,
+        "profiler": str, "metrics_json": str, "trace_path": str, "run_dir": str,
+    }, pk="id")
+    db["profiles"].create_index(["puzzle", "workload", "created_at"])
+    db["hints"].create({"puzzle": str, "idx": int, "revealed_at": float}, pk=("puzzle", "idx"))
+
+
+MIGRATIONS = [_v1]  # append only: index i brings the schema to version i + 1
+
+
+@dataclass(frozen=True)
+class PuzzleStatus:
+    puzzle: str
+    status: str  # new / attempted / solved
+    tier: str
+    best_speedup: float | None
+    attempts: int
+
+
+TIER_ORDER = ["", "bronze", "silver", "gold"]
+
+
+class Progress:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite_utils.Database(path)
+        self.db.execute("PRAGMA busy_timeout = 15000")
+        self.db.enable_wal()
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.db.conn:
+            self.db.execute("BEGIN IMMEDIATE")  # one migrator at a time
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            for i, migration in enumerate(MIGRATIONS[version:], start=version):
+                migration(self.db)
+                self.db.execute(f"PRAGMA user_version = {i + 1}")
+
+    def record_attempt(self, puzzle: str, code_hash: str, passed: bool, tier: str, speedup: float | None,
+                       speedup_low: float | None, verdict: dict, run_dir: Path) -> int:
+        with self.db.conn:
+            table = self.db["attempts"].insert({
+                "puzzle": puzzle, "created_at": time.time(), "code_hash": code_hash, "passed": int(passed),
+                "tier": tier, "speedup": speedup, "speedup_low": speedup_low,
+                "verdict_json": json.dumps(verdict), "run_dir": str(run_dir),
+            })
+        return table.last_pk
+
+    def record_profile(self, puzzle: str, workload: str, code_hash: str, metrics: ProfileMetrics,
+                       trace_path: Path, run_dir: Path) -> int:
+        with self.db.conn:
+            table = self.db["profiles"].insert({
+                "puzzle": puzzle, "created_at": time.time(), "workload": workload, "code_hash": code_hash,
+                "profiler": metrics.profiler, "metrics_json": metrics.to_json(), "trace_path": str(trace_path),
+                "run_dir": str(run_dir),
+            })
+        return table.last_pk
+
+    def latest_profile(self, puzzle: str, workload: str) -> dict | None:
+        rows = list(self.db["profiles"].rows_where("puzzle = ? and workload = ?", [puzzle, workload],
+                                                   order_by="created_at desc, id desc", limit=1))
+        return rows[0] if rows else None
+
+    def attempts(self, puzzle: str | None = None) -> list[dict]:
+        where, args = ("puzzle = ?", [puzzle]) if puzzle else (None, [])
+        return list(self.db["attempts"].rows_where(where, args, order_by="created_at, id"))
+
+    def reveal_hint(self, puzzle: str, available: int) -> int | None:
+        """Reveal the next hint; returns its index, or None when all are out."""
+        with self.db.conn:
+            shown = self.hints_revealed(puzzle)
+            if shown >= available:
+                return None
+            self.db["hints"].insert({"puzzle": puzzle, "idx": shown, "revealed_at": time.time()}, ignore=True)
+        return shown
+
+    def hints_revealed(self, puzzle: str) -> int:
+        return self.db["hints"].count_where("puzzle = ?", [puzzle])
+
+    def status(self, puzzle: str) -> PuzzleStatus:
+        rows = self.attempts(puzzle)
+        passed = [r for r in rows if r["passed"]]
+        best = max((r["speedup"] for r in rows if r["speedup"] is not None), default=None)
+        tier = max((r["tier"] or "" for r in passed), key=TIER_ORDER.index, default="")
+        state = "solved" if passed else ("attempted" if rows else "new")
+        return PuzzleStatus(puzzle, state, tier, best, len(rows))

@@ -1,0 +1,41 @@
+"""The versioned protocol between the tutor and the harness subprocess.
+
+The harness writes one JSON object per line to a pipe the tutor hands it
+(never stdout: learner code may print). Event types:
+  stage    {"stage": name, "detail": str}
+  progress {"stage": name, "done": int, "total": int}
+  result   {"data": {...}}
+  error    {"kind": ErrorKind, "message": str, "where": str, "traceback": str}
+"""
+
+from __future__ import annotations
+
+import json
+
+PROTOCOL_VERSION = 1
+EVENT_FD_ENV = "INFPROF_EVENT_FD"
+
+STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "profiling", "extracting", "grading")
+
+# What went wrong inside the harness, in the learner's terms.
+ERROR_KINDS = {
+    "bad_request": "the tutor sent a request the harness cannot read",
+    "no_gpu": "this puzzle needs a CUDA GPU and none is visible",
+    "missing_package": "a package the workload imports is not installed",
+    "import_error": "a workload file failed to load",
+    "bad_workload": "a workload file lacks prepare() or forward()",
+    "workload_error": "a workload raised an exception",
+    "oom": "the workload ran out of GPU memory",
+}
+
+
+def encode(event_type: str, **fields) -> bytes:
+    return (json.dumps({"v": PROTOCOL_VERSION, "type": event_type, **fields}) + "\n").encode()
+
+
+def decode(line: bytes | str) -> dict:
+    """Parse one event line; raises ValueError for anything that is not a v1 event."""
+    event = json.loads(line)
+    if not isinstance(event, dict) or event.get("v") != PROTOCOL_VERSION or "type" not in event:
+        raise ValueError(f"not a protocol v{PROTOCOL_VERSION} event: {str(line)[:200]}")
+    return event

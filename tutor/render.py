@@ -1,0 +1,100 @@
+"""Rich renderables for the CLI: puzzle list, puzzle page, metrics, verdict, errors."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from tutor.catalog import Puzzle
+from tutor.errors import TutorError
+from tutor.grading.verdict import Verdict
+from tutor.metrics import ProfileMetrics, describe
+from tutor.progress import PuzzleStatus
+
+STATUS_STYLE = {"new": "dim", "attempted": "yellow", "solved": "green"}
+
+
+def hardware_line(p: Puzzle) -> str:
+    hw = p.hardware
+    if hw.device == "cpu":
+        return "CPU only"
+    need = f"{hw.gpus} CUDA GPU(s)" if hw.gpus > 1 else "1 CUDA GPU"
+    if hw.min_compute_capability:
+        need += f", compute capability >= {hw.min_compute_capability:g}"
+    if hw.packages:
+        need += f"; packages: {', '.join(hw.packages)}"
+    return need
+
+
+def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus]) -> Table:
+    table = Table(title="infprof-tutor puzzles", title_justify="left")
+    for col in ("id", "lvl", "title", "needs", "status", "tier", "best"):
+        table.add_column(col)
+    for p in puzzles:
+        s = statuses[p.id]
+        best = f"{s.best_speedup:.2f}x" if s.best_speedup is not None else ""
+        table.add_row(p.id, str(p.level), p.title, "CPU" if p.hardware.device == "cpu" else "GPU",
+                      Text(s.status, style=STATUS_STYLE[s.status]), s.tier, best)
+    return table
+
+
+def puzzle_page(p: Puzzle, editable_paths: list[str]) -> Group:
+    grading = Table.grid(padding=(0, 2))
+    grading.add_row("Correctness", f"relative L2 error vs {p.correctness.oracle} <= {p.correctness.max_rel_l2:g}")
+    grading.add_row("Diagnosis", f"name the bottleneck in answer.toml, cite >= {p.diagnosis.min_evidence} number(s) "
+                    "from your own baseline profile")
+    for t in p.tiers:
+        grading.add_row(t.name.capitalize(), f">= {t.min_speedup:g}x faster than {t.vs} (95% lower bound)")
+    files = "\n".join(f"  {path}" for path in editable_paths)
+    return Group(
+        Text(f"{p.id} · level {p.level} · {p.title}", style="bold"),
+        Text(f"Needs: {hardware_line(p)}   Profilers: {', '.join(p.profilers)}", style="dim"),
+        Markdown(p.story),
+        Panel(grading, title="How it is graded", title_align="left"),
+        Text(f"Edit:\n{files}\nThen: infprof-tutor profile {p.id} · infprof-tutor grade {p.id}"),
+    )
+
+
+def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
+    values = Table(title="Metrics (cite these names in answer.toml)", title_justify="left")
+    values.add_column("metric")
+    values.add_column("value", justify="right")
+    values.add_column("meaning", style="dim")
+    for name, value in sorted(m.values.items()):
+        values.add_row(name, f"{value:.4g}", describe(name))
+    parts = [values]
+    if m.kernels:
+        kernels = Table(title=f"Top kernels ({m.device})", title_justify="left")
+        for col in ("kernel", "category", "count", "total µs", "mean µs", "share"):
+            kernels.add_column(col, justify="left" if col in ("kernel", "category") else "right")
+        for k in m.kernels[:top]:
+            kernels.add_row(k["name"][:60], k["category"], str(k["count"]), f"{k['total_us']:.1f}",
+                            f"{k['mean_us']:.2f}", f"{k['share']:.1%}")
+        parts.append(kernels)
+    return Group(*parts)
+
+
+def verdict_view(v: Verdict) -> Group:
+    parts = []
+    for c in v.criteria:
+        mark = Text("PASS ", style="bold green") if c.passed else Text("FAIL ", style="bold red")
+        body = Text("\n".join(f"  {d}" for d in c.details), style="dim")
+        parts.append(Group(mark + Text(f"{c.name}: {c.summary}"), body))
+    headline = (Text(f"Solved — tier {v.tier}", style="bold green") if v.passed
+                else Text("Not solved yet", style="bold red"))
+    if v.next_hint:
+        parts.append(Text(v.next_hint, style="cyan"))
+    return Group(Panel(Group(*parts), title=headline, title_align="left"))
+
+
+def error_view(e: TutorError) -> Panel:
+    body = Text(e.message, style="bold")
+    if e.advice:
+        body.append("\n" + e.advice)
+    if e.output_tail:
+        body.append("\n\nLast output of the workload:\n", style="dim")
+        body.append(e.output_tail[-1500:], style="dim")
+    return Panel(body, title="Problem", title_align="left", border_style="red")

@@ -1,0 +1,187 @@
+"""Spawn the harness in a subprocess, stream its events, and survive whatever it does.
+
+The child gets a private pipe for protocol events; its stdout/stderr go to
+output.log in the run folder. A hang is killed at the deadline (the whole
+process group, so compile workers die too), a crash or OOM-kill becomes a
+`RunFailed` naming what happened, with the tail of the output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from tutor.errors import EnvironmentProblem, TutorError
+from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, decode
+
+LOG_NAME = "output.log"
+ENVIRONMENT_KINDS = {"no_gpu", "missing_package"}
+
+ADVICE = {
+    "no_gpu": "Run this puzzle on a machine with an NVIDIA GPU (see README: 'Using a GPU machine'), or pick a CPU puzzle.",
+    "missing_package": "Install the GPU extras: pip install 'infprof-tutor[gpu]' (torchao, gemlite, triton).",
+    "import_error": "Fix the error in the file named above, save, and run again.",
+    "bad_workload": "A workload defines prepare(weights, device) and forward(state, x); see the puzzle's starter file.",
+    "workload_error": "Your code raised an exception; the output tail shows where.",
+    "oom": "Your workload ran out of GPU memory: free what you keep between calls or use smaller buffers.",
+    "timeout": "It ran past the time limit: look for an endless loop, a deadlock, or a far too slow path.",
+    "crashed": "The workload process died (segfault, illegal memory access or killed): the output tail shows the last words.",
+    "bad_request": "This looks like a bug in infprof-tutor; please report it with the output tail.",
+}
+
+
+class RunFailed(TutorError):
+    """The workload did not produce a result; `kind` says why (protocol.ERROR_KINDS, timeout, crashed)."""
+
+    def __init__(self, kind: str, message: str, output_tail: str = "", where: str = ""):
+        super().__init__(message, ADVICE.get(kind, ""), output_tail)
+        self.kind, self.where = kind, where
+
+
+@dataclass
+class RunOutcome:
+    result: dict
+    run_dir: Path
+    wall_s: float
+
+
+def output_tail(log: Path, max_chars: int = 3000) -> str:
+    if not log.exists():
+        return ""
+    with log.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - max_chars))
+        return f.read().decode(errors="replace")
+
+
+class HarnessRun:
+    """One harness subprocess. Iterate `events()`; `result` holds the final result after."""
+
+    def __init__(self, request: dict, run_dir: Path, timeout_s: float, python: str = sys.executable):
+        self.request, self.run_dir, self.timeout_s, self.python = request, run_dir, timeout_s, python
+        self.result: dict | None = None
+        self._proc: subprocess.Popen | None = None
+        self._cancelled = threading.Event()
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / LOG_NAME
+
+    def cancel(self) -> None:
+        """Kill the workload (safe from another thread)."""
+        self._cancelled.set()
+        self._kill()
+
+    def _kill(self) -> None:
+        if self._proc and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _spawn(self) -> int:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        request_path = self.run_dir / "request.json"
+        request_path.write_text(json.dumps(self.request, indent=1))
+        read_fd, write_fd = os.pipe()
+        # The child must import this very tutor package, even when it is run from a source tree.
+        source_root = str(Path(__file__).resolve().parent.parent)
+        pythonpath = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, EVENT_FD_ENV: str(write_fd), "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath}
+        with self.log_path.open("wb") as log:
+            self._proc = subprocess.Popen(
+                [self.python, "-m", "tutor.harness", str(request_path)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,), env=env, start_new_session=True, cwd=self.run_dir,
+            )
+        os.close(write_fd)
+        return read_fd
+
+    def events(self) -> Iterator[dict]:
+        """Yield progress events; raise RunFailed for every way the run can fail."""
+        read_fd = self._spawn()
+        deadline = time.monotonic() + self.timeout_s
+        error: dict | None = None
+        buffer = b""
+        timed_out = False
+        with selectors.DefaultSelector() as sel, os.fdopen(read_fd, "rb", buffering=0) as pipe:
+            sel.register(pipe, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    self._kill()
+                    break
+                if not sel.select(timeout=min(remaining, 0.5)):
+                    continue
+                chunk = pipe.read(65536)
+                if not chunk:
+                    break  # the child closed the pipe: it exited
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    event = self._parse(line)
+                    if event is None:
+                        continue
+                    if event["type"] == "result":
+                        self.result = event["data"]
+                    elif event["type"] == "error":
+                        error = event
+                    else:
+                        yield event
+        returncode = self._proc.wait()
+        self._raise_if_failed(returncode, error, timed_out)
+
+    def _parse(self, line: bytes) -> dict | None:
+        if not line.strip():
+            return None
+        try:
+            return decode(line)
+        except ValueError:
+            return None  # not ours; never trust it
+
+    def _raise_if_failed(self, returncode: int, error: dict | None, timed_out: bool) -> None:
+        tail = output_tail(self.log_path)
+        if self._cancelled.is_set():
+            raise RunFailed("cancelled", "Run cancelled.", tail)
+        if timed_out:
+            raise RunFailed("timeout", f"The workload did not finish within {self.timeout_s:.0f} s and was stopped.", tail)
+        if error is not None:
+            kind = error.get("kind", "bad_request")
+            what = ERROR_KINDS.get(kind, kind)
+            cls = RunFailedEnvironment if kind in ENVIRONMENT_KINDS else RunFailed
+            raise cls(kind, f"{what}: {error.get('message', '')}", tail, error.get("where", ""))
+        if returncode != 0 or self.result is None:
+            if returncode < 0:
+                sig = signal.Signals(-returncode).name
+                why = "killed (out of host memory?)" if sig == "SIGKILL" else f"crashed with {sig}"
+            else:
+                why = f"exited with code {returncode} without a result"
+            raise RunFailed("crashed", f"The workload process {why}.", tail)
+
+
+class RunFailedEnvironment(RunFailed, EnvironmentProblem):
+    """A run that failed because this machine cannot run it (exit code 2, not a wrong answer)."""
+
+
+def run_harness(request: dict, run_dir: Path, timeout_s: float,
+                on_event: Callable[[dict], None] | None = None,
+                register: Callable[[HarnessRun], None] | None = None) -> RunOutcome:
+    """Run to completion, passing progress events to `on_event`; `register` receives the run (for cancel)."""
+    run = HarnessRun(request, run_dir, timeout_s)
+    if register:
+        register(run)
+    start = time.monotonic()
+    for event in run.events():
+        if on_event:
+            on_event(event)
+    return RunOutcome(result=run.result, run_dir=run_dir, wall_s=time.monotonic() - start)
