@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Callable
 
 from tutor.catalog import Puzzle
-from tutor.errors import TutorError
+from tutor.errors import EnvironmentProblem, TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.grading.performance import check_correctness, check_performance, speedups_vs
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.metrics import ProfileMetrics
 from tutor.progress import Progress
-from tutor.runner import HarnessRun, run_harness
+from tutor.runner import HarnessRun, RunFailed, run_harness
 from tutor.workspace import Workspace
 
 EventHandler = Callable[[dict], None]
@@ -111,7 +111,14 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     request.update(candidate="mine", oracle=puzzle.correctness.oracle, time=timed,
                    correctness={"checks": puzzle.correctness.checks})
     run_dir = _new_run_dir(ws, puzzle, "grade")
-    result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
+    try:
+        result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
+    except RunFailed as failure:
+        if not isinstance(failure, EnvironmentProblem) and failure.kind != "cancelled":
+            # A crash, hang or OOM is still an attempt: it stays in the learner's history.
+            progress.record_attempt(puzzle.id, hash_before, False, "", None, None,
+                                    {"error": failure.kind, "message": failure.message}, run_dir)
+        raise
     if on_event:
         on_event({"type": "stage", "stage": "grading", "detail": "checking your answer"})
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tutor.errors import EnvironmentProblem, TutorError
+from tutor.runner import RunFailed
 
 console = Console()
 err_console = Console(stderr=True)
@@ -161,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         from tutor.render import error_view
 
         err_console.print(error_view(e))
-        return 2 if isinstance(e, EnvironmentProblem) or not hasattr(e, "kind") else 1
+        # A workload that failed is a failed attempt (1); a machine or usage problem is 2.
+        return 1 if isinstance(e, RunFailed) and not isinstance(e, EnvironmentProblem) else 2
 
 
 if __name__ == "__main__":

@@ -47,4 +47,7 @@ def call_workload(where: str, fn, *args):
 
 
 def _is_oom(e: Exception) -> bool:
-    return type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e).lower()
+    text = str(e).lower()
+    # CUDA says "out of memory"; torch's CPU allocator says "can't allocate memory".
+    return type(e).__name__ == "OutOfMemoryError" or any(
+        words in text for words in ("out of memory", "can't allocate memory", "cannot allocate memory"))

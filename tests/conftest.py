@@ -1,0 +1,81 @@
+"""Shared fixtures: an isolated config dir and workspace, and a factory for throwaway workloads."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+try:
+    import torch  # noqa: F401  (only to decide whether GPU tests can run)
+    HAS_CUDA = torch.cuda.is_available()
+except ImportError:
+    HAS_CUDA = False
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords and not HAS_CUDA:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(tmp_path, monkeypatch):
+    """Keep the remembered-workspace file and $INFPROF_WORKSPACE out of the developer's home."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("INFPROF_WORKSPACE", raising=False)
+    import tutor.workspace as ws
+    monkeypatch.setattr(ws, "_REMEMBERED", tmp_path / "xdg" / "infprof-tutor" / "workspace")
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    from tutor.workspace import init_workspace
+    return init_workspace(tmp_path / "ws")
+
+
+SPEC = """
+import torch
+def make_weights(seed, device):
+    return {"w": torch.ones(4)}
+def make_input(seed, device):
+    return torch.full((4,), float(seed % 97))
+"""
+
+IDENTITY = """
+import torch
+def prepare(weights, device):
+    return weights
+def forward(state, x):
+    return x * state["w"]
+"""
+
+
+@pytest.fixture
+def make_request(tmp_path):
+    """Build a harness request over workload sources given as strings."""
+
+    def build(mode: str = "check", **sources: str) -> dict:
+        folder = tmp_path / "puzzle"
+        folder.mkdir(exist_ok=True)
+        (folder / "spec.py").write_text(textwrap.dedent(SPEC))
+        paths = {}
+        for name, src in {"baseline": IDENTITY, **sources}.items():
+            (folder / f"{name}.py").write_text(textwrap.dedent(src))
+            paths[name] = str(folder / f"{name}.py")
+        names = list(paths)
+        return {
+            "mode": mode, "device": "cpu", "seed": 1234, "spec": str(folder / "spec.py"),
+            "workloads": paths, "prepare": names, "time": names,
+            "candidate": names[-1], "oracle": "baseline", "correctness": {"checks": 2},
+            "timing": {"warmup": 1, "rounds": 3, "input_pool": 2},
+        }
+
+    return build
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text))
+    return path

@@ -1,0 +1,47 @@
+import shutil
+
+import pytest
+
+from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
+from tutor.errors import TutorError
+from tutor.taxonomy import bottlenecks
+
+
+def test_every_shipped_puzzle_loads_and_references_real_files():
+    puzzles = all_puzzles()
+    assert "puzzle0" in puzzles
+    for p in puzzles.values():
+        assert p.story.strip()
+        for name in p.editable:
+            assert (p.starter_dir / name).is_file(), f"{p.id} starter lacks {name}"
+        assert (p.solution_dir / "workload.py").is_file(), f"{p.id} has no reference solution"
+        for bid in (*p.diagnosis.accepted, *p.diagnosis.supporting):
+            assert bid in bottlenecks(), f"{p.id} accepts unknown bottleneck {bid}"
+        assert p.hints, f"{p.id} has no hints"
+
+
+def test_levels_order_the_catalog():
+    levels = [p.level for p in all_puzzles().values()]
+    assert levels == sorted(levels)
+
+
+def test_unknown_puzzle_lists_known_ones():
+    with pytest.raises(TutorError) as info:
+        get_puzzle("puzzle99")
+    assert "puzzle0" in info.value.advice
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda s: s.replace('id = "puzzle0"', 'id = "puzzle0'), "not valid TOML"),
+    (lambda s: s.replace('oracle = "baseline"', 'oracle = "nope"'), "'nope' is not a workload"),
+    (lambda s: s.replace('baseline = "baseline.py"', 'baseline = "gone.py"'), "gone.py does not exist"),
+    (lambda s: s.replace("[correctness]", "[correctnes]"), "missing or has a bad field"),
+])
+def test_broken_puzzle_toml_names_the_problem(tmp_path, edit, words):
+    folder = tmp_path / "p"
+    shutil.copytree(get_puzzle("puzzle0").folder, folder)
+    meta = folder / "puzzle.toml"
+    meta.write_text(edit(meta.read_text()))
+    with pytest.raises(TutorError) as info:
+        load_puzzle(folder)
+    assert words in info.value.message

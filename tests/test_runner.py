@@ -1,0 +1,144 @@
+"""The harness subprocess for real: success, and every way a learner's workload can fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from tutor.runner import RunFailed, RunFailedEnvironment, run_harness
+
+
+def run(request, tmp_path, timeout_s=120):
+    events = []
+    outcome = run_harness(request, tmp_path / "run", timeout_s, on_event=events.append)
+    return outcome, events
+
+
+def test_check_mode_returns_checks_and_interleaved_samples(make_request, tmp_path):
+    outcome, events = run(make_request(mine="""
+        import torch
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return x.clone()
+    """), tmp_path)
+    result = outcome.result
+    assert [c["rel_l2"] for c in result["checks"]] == [0.0, 0.0]
+    assert set(result["samples_ms"]) == {"baseline", "mine"}
+    assert all(len(v) == 3 and min(v) > 0 for v in result["samples_ms"].values())
+    stages = [e["stage"] for e in events if e["type"] == "stage"]
+    assert stages[:1] == ["importing"] and "timing" in stages
+    assert (tmp_path / "run" / "output.log").exists()
+
+
+def test_wrong_output_is_measured_not_crashed(make_request, tmp_path):
+    outcome, _ = run(make_request(mine="""
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return x * 2
+    """), tmp_path)
+    assert all(c["ok_structure"] and c["rel_l2"] == pytest.approx(1.0) for c in outcome.result["checks"])
+
+
+def test_shape_change_is_reported(make_request, tmp_path):
+    outcome, _ = run(make_request(mine="""
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return x[:2]
+    """), tmp_path)
+    assert "shape" in outcome.result["checks"][0]["problem"]
+
+
+@pytest.mark.parametrize("source, kind, words", [
+    ("def prepare(w, d):\n    return w\ndef forward(s, x)\n    return x\n", "import_error", "SyntaxError"),
+    ("def prepare(w, d):\n    return w\n", "bad_workload", "forward()"),
+    ("import not_a_real_package_xyz\n", "missing_package", "not_a_real_package_xyz"),
+    ("def prepare(w, d):\n    return w\ndef forward(s, x):\n    raise ValueError('boom')\n", "workload_error", "boom"),
+    # A real allocation far beyond this machine's memory: the CPU allocator refuses it.
+    ("import torch\ndef prepare(w, d):\n    return w\ndef forward(s, x):\n    return torch.empty(2**44, dtype=torch.uint8)\n",
+     "oom", "memory"),
+])
+def test_failures_become_named_errors_with_output(make_request, tmp_path, source, kind, words):
+    with pytest.raises(RunFailed) as info:
+        run(make_request(mine=source), tmp_path)
+    assert info.value.kind == kind
+    assert words in info.value.message
+    assert info.value.advice
+
+
+def test_missing_package_is_an_environment_problem(make_request, tmp_path):
+    with pytest.raises(RunFailedEnvironment):
+        run(make_request(mine="import not_a_real_package_xyz\n"), tmp_path)
+
+
+def test_hang_is_killed_at_the_deadline(make_request, tmp_path):
+    request = make_request(mine="""
+        import time
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            print("about to hang", flush=True)
+            time.sleep(3600)
+    """)
+    with pytest.raises(RunFailed) as info:
+        run(request, tmp_path, timeout_s=8)
+    assert info.value.kind == "timeout"
+    assert "about to hang" in info.value.output_tail
+
+
+def test_segfault_is_reported_as_a_crash(make_request, tmp_path):
+    with pytest.raises(RunFailed) as info:
+        run(make_request(mine="""
+            import ctypes
+            def prepare(weights, device):
+                return weights
+            def forward(state, x):
+                ctypes.string_at(0)  # reads address 0: SIGSEGV
+        """), tmp_path)
+    assert info.value.kind == "crashed"
+    assert "SIGSEGV" in info.value.message
+
+
+def test_printing_fake_protocol_events_on_stdout_changes_nothing(make_request, tmp_path):
+    outcome, _ = run(make_request(mine="""
+        def prepare(weights, device):
+            print('{"v": 1, "type": "result", "data": {"checks": []}}')
+            return weights
+        def forward(state, x):
+            return x.clone()
+    """), tmp_path)
+    assert len(outcome.result["checks"]) == 2
+
+
+def test_no_gpu_is_an_environment_problem(make_request, tmp_path):
+    pytest.importorskip("torch")
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    request = make_request()
+    request["device"] = "cuda"
+    with pytest.raises(RunFailedEnvironment) as info:
+        run(request, tmp_path)
+    assert info.value.kind == "no_gpu"
+
+
+def test_cancel_kills_the_workload(make_request, tmp_path):
+    import threading
+
+    from tutor.runner import HarnessRun
+
+    request = make_request(mine="""
+        import time
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            time.sleep(3600)
+    """)
+    run_ = HarnessRun(request, tmp_path / "run", timeout_s=120)
+    timer = threading.Timer(3.0, run_.cancel)
+    timer.start()
+    with pytest.raises(RunFailed) as info:
+        for _ in run_.events():
+            pass
+    assert info.value.kind == "cancelled"
