@@ -13,7 +13,7 @@ def test_every_shipped_puzzle_loads_and_references_real_files():
     for p in puzzles.values():
         assert p.story.strip()
         for name in p.editable:
-            assert (p.starter_dir / name).is_file(), f"{p.id} starter lacks {name}"
+            assert p.starter_file(name).is_file(), f"{p.id} starter lacks {name}"
         assert (p.solution_dir / "workload.py").is_file(), f"{p.id} has no reference solution"
         for bid in (*p.diagnosis.accepted, *p.diagnosis.supporting):
             assert bid in bottlenecks(), f"{p.id} accepts unknown bottleneck {bid}"

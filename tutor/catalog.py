@@ -79,9 +79,12 @@ class Puzzle:
     def story(self) -> str:
         return (self.folder / "story.md").read_text()
 
-    @property
-    def starter_dir(self) -> Path:
-        return self.folder / "starter"
+    def starter_file(self, name: str) -> Path:
+        """The pristine copy of an editable file: starter/<name>, or for workload.py the baseline itself."""
+        path = self.folder / "starter" / name
+        if name == "workload.py" and not path.exists():
+            return self.workload_path("baseline")
+        return path
 
     @property
     def solution_dir(self) -> Path:

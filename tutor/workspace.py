@@ -51,7 +51,7 @@ class Workspace:
             dest = target / name
             if dest.exists():
                 shutil.copy2(dest, dest.with_name(dest.name + ".bak"))
-            shutil.copy2(puzzle.starter_dir / name, dest)
+            shutil.copy2(puzzle.starter_file(name), dest)
             written.append(dest)
         return written
 
@@ -65,7 +65,7 @@ def init_workspace(root: Path) -> Workspace:
         target.mkdir(exist_ok=True)
         for name in puzzle.editable:
             if not (target / name).exists():
-                shutil.copy2(puzzle.starter_dir / name, target / name)
+                shutil.copy2(puzzle.starter_file(name), target / name)
     _REMEMBERED.parent.mkdir(parents=True, exist_ok=True)
     _REMEMBERED.write_text(str(ws.root))
     return ws

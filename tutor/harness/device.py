@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
@@ -23,7 +24,13 @@ class Device:
         if self.cuda:
             torch.cuda.synchronize()
 
-    def time_call_ms(self, fn) -> tuple[float, object]:
+    def range(self, name: str):
+        """An NVTX range (infprof/<name>) so Nsight tools can filter phases; nothing on CPU."""
+        if not self.cuda:
+            return contextlib.nullcontext()
+        return torch.cuda.nvtx.range(f"infprof/{name}")
+
+    def time_call_ms(self, fn, name: str = "call") -> tuple[float, object]:
         """One timed call from a cold L2 and an idle GPU, so launch latency is inside the number."""
         if not self.cuda:
             start = time.perf_counter_ns()
@@ -32,9 +39,10 @@ class Device:
         self._flush.zero_()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        out = fn()
-        end.record()
+        with self.range(name):
+            start.record()
+            out = fn()
+            end.record()
         # The whole device, not just the event's stream: side-stream work must finish inside the sample.
         torch.cuda.synchronize()
         return start.elapsed_time(end), out

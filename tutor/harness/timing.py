@@ -22,10 +22,11 @@ def check_and_time(request: dict, spec, forward, device, sink) -> dict:
 
     sink.stage("warmup", "compiling and warming up")
     warm_x = make_input(seed + 7)
-    for i in range(timing["warmup"]):
-        for name in names:
-            forward(name, warm_x)
-        sink.progress("warmup", i + 1, timing["warmup"])
+    with device.range("warmup"):
+        for i in range(timing["warmup"]):
+            for name in names:
+                forward(name, warm_x)
+            sink.progress("warmup", i + 1, timing["warmup"])
     device.synchronize()
 
     # Inputs the workloads have never seen, drawn from the grade-time seed.
@@ -46,7 +47,7 @@ def check_and_time(request: dict, spec, forward, device, sink) -> dict:
         rng.shuffle(order)
         x = pool[r % len(pool)]
         for name in order:
-            ms, _ = device.time_call_ms(lambda: forward(name, x))
+            ms, _ = device.time_call_ms(lambda: forward(name, x), name)
             samples[name].append(ms)
         sink.progress("timing", r + 1, rounds)
     return {"checks": checks, "samples_ms": samples}
