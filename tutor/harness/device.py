@@ -25,10 +25,13 @@ class Device:
             torch.cuda.synchronize()
 
     def range(self, name: str):
-        """An NVTX range (infprof/<name>) so Nsight tools can filter phases; nothing on CPU."""
+        """An NVTX range `infprof.<name>` so Nsight tools can filter phases; nothing on CPU.
+
+        A dot, not a slash: ncu's --nvtx-include reads "/" as range nesting.
+        """
         if not self.cuda:
             return contextlib.nullcontext()
-        return torch.cuda.nvtx.range(f"infprof/{name}")
+        return torch.cuda.nvtx.range(f"infprof.{name}")
 
     def time_call_ms(self, fn, name: str = "call") -> tuple[float, object]:
         """One timed call from a cold L2 and an idle GPU, so launch latency is inside the number."""
