@@ -70,7 +70,7 @@ def make_request(tmp_path):
             "mode": mode, "device": "cpu", "seed": 1234, "spec": str(folder / "spec.py"),
             "workloads": paths, "prepare": names, "time": names,
             "candidate": names[-1], "oracle": "baseline", "correctness": {"checks": 2},
-            "timing": {"warmup": 1, "rounds": 3, "input_pool": 2},
+            "timing": {"warmup": 1, "rounds": 3},
         }
 
     return build

@@ -65,8 +65,7 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
         "spec": str(puzzle.folder / "spec.py"),
         "workloads": _workload_paths(ws, puzzle),
         "prepare": prepare,
-        "timing": {"warmup": puzzle.timing.warmup, "rounds": puzzle.timing.rounds,
-                   "input_pool": puzzle.timing.input_pool},
+        "timing": {"warmup": puzzle.timing.warmup, "rounds": puzzle.timing.rounds},
     }
 
 

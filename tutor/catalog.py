@@ -43,7 +43,6 @@ class Correctness:
 class Timing:
     warmup: int = 5
     rounds: int = 30
-    input_pool: int = 4
     profile_iterations: int = 5
     timeout_s: float = 600.0  # a hang is killed after this
 
