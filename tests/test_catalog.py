@@ -2,7 +2,7 @@ import shutil
 
 import pytest
 
-from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
+from tutor.catalog import all_puzzles, catalog_problems, get_puzzle, load_puzzle
 from tutor.errors import TutorError
 from tutor.taxonomy import bottlenecks
 
@@ -18,6 +18,19 @@ def test_every_shipped_puzzle_loads_and_references_real_files():
         for bid in (*p.diagnosis.accepted, *p.diagnosis.supporting):
             assert bid in bottlenecks(), f"{p.id} accepts unknown bottleneck {bid}"
         assert p.hints, f"{p.id} has no hints"
+
+
+def test_shipped_catalog_has_no_broken_puzzles():
+    assert [e.message for e in catalog_problems()] == []
+
+
+def test_one_broken_puzzle_hides_only_itself(tmp_path):
+    for name in ("good", "bad"):
+        shutil.copytree(get_puzzle("puzzle0").folder, tmp_path / name)
+    meta = tmp_path / "bad" / "puzzle.toml"
+    meta.write_text(meta.read_text().replace('id = "puzzle0"', 'id = "bad"').replace("[correctness]", "[oops]"))
+    assert list(all_puzzles(tmp_path)) == ["puzzle0"]
+    assert "bad" in catalog_problems(tmp_path)[0].message
 
 
 def test_levels_order_the_catalog():

@@ -147,10 +147,25 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
 
 
 @cache
+def _scan(root: Path) -> tuple[dict[str, Puzzle], tuple[TutorError, ...]]:
+    found, problems = [], []
+    for folder in sorted(root.iterdir()):
+        if (folder / "puzzle.toml").is_file():
+            try:
+                found.append(load_puzzle(folder))
+            except TutorError as e:
+                problems.append(e)
+    return {p.id: p for p in sorted(found, key=lambda p: (p.level, p.id))}, tuple(problems)
+
+
 def all_puzzles(root: Path = CHALLENGES_DIR) -> dict[str, Puzzle]:
-    """Every puzzle, ordered by level then id."""
-    found = [load_puzzle(d) for d in sorted(root.iterdir()) if (d / "puzzle.toml").is_file()]
-    return {p.id: p for p in sorted(found, key=lambda p: (p.level, p.id))}
+    """Every well-formed puzzle, ordered by level then id; one broken folder hides only itself."""
+    return _scan(root)[0]
+
+
+def catalog_problems(root: Path = CHALLENGES_DIR) -> tuple[TutorError, ...]:
+    """Why any puzzle folder could not be read (shown by `list`)."""
+    return _scan(root)[1]
 
 
 def get_puzzle(puzzle_id: str) -> Puzzle:

@@ -43,7 +43,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from tutor.catalog import all_puzzles
+    from tutor.catalog import all_puzzles, catalog_problems
     from tutor.progress import Progress
     from tutor.render import puzzle_table
     from tutor.workspace import require_workspace
@@ -52,6 +52,8 @@ def cmd_list(args) -> int:
     progress = Progress(ws.db_path)
     puzzles = list(all_puzzles().values())
     console.print(puzzle_table(puzzles, {p.id: progress.status(p.id) for p in puzzles}))
+    for problem in catalog_problems():
+        err_console.print(f"[yellow]skipped a puzzle:[/] {problem.message}", highlight=False)
     return 0
 
 
@@ -151,8 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command is None:
-        build_parser().print_help()
-        return 0
+        from tutor.app.app import InfprofApp  # Textual loads only for the app, never for subcommands
+        from tutor.workspace import find_workspace
+
+        explicit = args.workspace
+        app = InfprofApp(find_workspace(explicit), new_workspace_dir=explicit)
+        app.run()
+        return app.return_code or 0
     try:
         return args.func(args)
     except KeyboardInterrupt:
