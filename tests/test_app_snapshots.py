@@ -1,0 +1,256 @@
+"""SVG snapshots of the main screens (pytest-textual-snapshot), at 80x24 and at 120x36.
+
+Deterministic by construction: HOME is the test's tmp folder (paths read ~/ws),
+the machine is stated (no GPU), the theme is fixed, attempts and profiles are
+seeded with fixed numbers, and nothing shows a time of day.
+Update after an intended change: pytest tests/test_app_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tutor.app.app import InfprofApp
+from tutor.app.messages import HarnessEvent, RunFinished
+from tutor.app.runs import GRADE
+from tutor.app.screens.puzzle import PuzzleScreen
+from tutor.app.screens.results import ResultsScreen
+from tutor.app.widgets.run_panel import RunPanel
+from tutor.machine import Machine
+from tutor.metrics import ProfileMetrics
+from tutor.progress import Progress
+from tutor.runner import RunFailed
+from tutor.workspace import init_workspace
+
+CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
+SMALL, LARGE = (80, 24), (120, 36)
+
+# Figures from the H100 fixture traces (tests/fixtures/h100_h2d_sync, h100_graph_replay), rounded and
+# fixed here so these pictures do not move when the trace reader changes.
+H100_BASELINE = ProfileMetrics(device="cuda", values={
+    "iterations": 4.0, "cpu.time_per_iter_us": 513.8, "cpu.ops_per_iter": 9.0, "cpu.allocs_per_iter": 11.0,
+    "kernels.per_iter": 7.0, "gpu.time_per_iter_us": 33.23, "gpu.busy_fraction": 0.1007,
+    "gpu.idle_us_per_iter": 615.9, "launch.api_us_per_iter": 72.48, "sync.calls_per_iter": 2.0,
+    "graphs.replays_per_iter": 0.0, "launch.latency_us_median": 10.78, "memory.peak_reserved_mb": 1536.0,
+    "kernels.category.memcpy.share": 0.5078, "kernels.category.memcpy.us_per_iter": 35.02,
+    "kernels.category.gemm.share": 0.2913, "kernels.category.gemm.us_per_iter": 20.09,
+    "kernels.category.elementwise.share": 0.1115, "kernels.category.elementwise.us_per_iter": 7.688,
+    "kernels.category.reduction.share": 0.0791, "kernels.category.reduction.us_per_iter": 5.456,
+    "kernels.category.memset.share": 0.0103, "kernels.category.memset.us_per_iter": 0.712,
+    "memcpy.h2d_bytes_per_iter": 1572864.0, "memcpy.pageable_per_iter": 1.0,
+}, kernels=[
+    {"name": "Memcpy HtoD (Pageable -> Device)", "category": "memcpy", "count": 4, "total_us": 86.11,
+     "mean_us": 21.53, "share": 0.312},
+    {"name": "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_",
+     "category": "gemm", "count": 4, "total_us": 67.78, "mean_us": 16.94, "share": 0.246},
+    {"name": "Memcpy HtoD (Pinned -> Device)", "category": "memcpy", "count": 4, "total_us": 48.42,
+     "mean_us": 12.10, "share": 0.175},
+    {"name": "at::native::reduce_kernel", "category": "reduction", "count": 4, "total_us": 21.82,
+     "mean_us": 5.46, "share": 0.079},
+    {"name": "at::native::unrolled_elementwise_kernel", "category": "elementwise", "count": 4,
+     "total_us": 12.00, "mean_us": 3.00, "share": 0.044},
+    {"name": "Memset (Device)", "category": "memset", "count": 4, "total_us": 2.85, "mean_us": 0.71,
+     "share": 0.010},
+])
+H100_MINE = ProfileMetrics(device="cuda", values={
+    "iterations": 4.0, "cpu.time_per_iter_us": 43.94, "cpu.ops_per_iter": 0.0, "cpu.allocs_per_iter": 0.0,
+    "kernels.per_iter": 4.0, "gpu.time_per_iter_us": 33.47, "gpu.busy_fraction": 0.3393,
+    "gpu.idle_us_per_iter": 65.16, "launch.api_us_per_iter": 21.29, "sync.calls_per_iter": 0.0,
+    "graphs.replays_per_iter": 1.0, "launch.latency_us_median": 15.45, "memory.peak_reserved_mb": 1024.0,
+    "kernels.category.gemm.share": 0.9541, "kernels.category.gemm.us_per_iter": 31.93,
+    "kernels.category.elementwise.share": 0.0459, "kernels.category.elementwise.us_per_iter": 1.536,
+}, kernels=[
+    {"name": "cutlass::Kernel2", "category": "gemm", "count": 4, "total_us": 69.73, "mean_us": 17.43, "share": 0.521},
+])
+
+
+def verdict(speedup: float, low: float, mine_ms: float, diagnosed: bool, tier: str) -> dict:
+    perf = [f"mine: median {mine_ms:.4g} ms over 15 rounds", "baseline: median 78.1 ms over 15 rounds",
+            f"bronze: >= 5x vs baseline: you are {speedup:.2f}x (95% CI {low:.2f}-{speedup * 1.04:.2f}), "
+            + ("met" if low >= 5 else "not met")]
+    criteria = [
+        {"name": "correctness", "passed": True, "summary": "Output matches baseline on 3 fresh inputs.",
+         "details": ["input 1: relative L2 error 1.21e-07, ok", "input 2: relative L2 error 1.19e-07, ok"]},
+        {"name": "diagnosis", "passed": diagnosed,
+         "summary": "Right bottleneck, backed by your profile." if diagnosed else "answer.toml names no bottleneck.",
+         "details": ["bottleneck 'cpu_overhead': right."] if diagnosed else []},
+        {"name": "performance", "passed": bool(tier),
+         "summary": f"Tier reached: {tier}." if tier else
+         "Not yet 5x faster than baseline (the lower bound of the 95% interval counts).", "details": perf},
+    ]
+    passed = diagnosed and bool(tier)
+    return {"puzzle": "puzzle0", "criteria": criteria, "tier": tier if tier else "",
+            "speedups": {"baseline": {"median": speedup, "low": low, "high": speedup * 1.04, "n": 15}},
+            "timings_ms": {"mine": mine_ms, "baseline": 78.1},
+            "next_hint": "" if passed else "A hint is available: infprof-tutor hint puzzle0", "passed": passed}
+
+
+ATTEMPTS = [(1.0, 0.94, 78.0, False, ""), (1.1, 1.02, 71.0, False, ""), (4.2, 3.9, 18.6, True, ""),
+            (12.0, 11.1, 6.5, True, "bronze"), (53.0, 50.0, 1.47, True, "gold")]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("EDITOR", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def ws(home):
+    return init_workspace(home / "ws")
+
+
+def seed_attempts(ws, crashed_last: bool = False) -> None:
+    progress = Progress(ws.db_path)
+    for speedup, low, ms, diagnosed, tier in ATTEMPTS:
+        progress.record_attempt("puzzle0", "c0de", diagnosed and bool(tier), tier, speedup, low,
+                                verdict(speedup, low, ms, diagnosed, tier), ws.runs_dir / "grade")
+    if crashed_last:
+        progress.record_attempt("puzzle0", "c0df", False, "", None, None,
+                                {"error": "crashed", "message": "The workload process crashed with SIGSEGV."},
+                                ws.runs_dir / "grade")
+
+
+def seed_gpu_profiles(ws) -> None:
+    progress = Progress(ws.db_path)
+    for which, metrics in (("baseline", H100_BASELINE), ("mine", H100_MINE)):
+        trace = ws.runs_dir / f"20250101-120000-puzzle1-profile-{which}-0000" / "trace.json"
+        trace.parent.mkdir(parents=True)
+        trace.write_text("{}")
+        progress.record_profile("puzzle1", which, "c0de", metrics, trace, trace.parent)
+
+
+def app_for(ws) -> InfprofApp:
+    app = InfprofApp(ws, machine=CPU_ONLY)
+    app.theme = "textual-dark"
+    return app
+
+
+async def settle(pilot) -> None:
+    """Let workers (db reads) finish and their results reach the screen."""
+    for _ in range(2):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def open_screen(screen_factory, *keys: str):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        pilot.app.push_screen(screen_factory(pilot.app))
+        await settle(pilot)
+        if keys:
+            await pilot.press(*keys)
+            await settle(pilot)
+    return run_before
+
+
+def needs_puzzle1(ws) -> None:
+    if "puzzle1" not in InfprofApp(ws).puzzles:
+        pytest.skip("no CUDA puzzle in the catalog")
+
+
+# -- the browser ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_browser(snap_compare, ws, size):
+    seed_attempts(ws)
+    assert snap_compare(app_for(ws), terminal_size=size, run_before=settle)
+
+
+def test_browser_on_a_gpu_puzzle_says_why_it_cannot_run(snap_compare, ws):
+    needs_puzzle1(ws)
+    assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=settle, press=["down"])
+
+
+# -- a puzzle --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_puzzle_fresh(snap_compare, ws, size):
+    assert snap_compare(app_for(ws), terminal_size=size,
+                        run_before=open_screen(lambda app: PuzzleScreen(app.puzzles["puzzle0"])))
+
+
+def test_puzzle_after_a_gold_grade(snap_compare, ws):
+    seed_attempts(ws)
+    assert snap_compare(app_for(ws), terminal_size=LARGE,
+                        run_before=open_screen(lambda app: PuzzleScreen(app.puzzles["puzzle0"])))
+
+
+def test_puzzle_while_grading(snap_compare, ws):
+    async def run_before(pilot) -> None:
+        await open_screen(lambda app: PuzzleScreen(app.puzzles["puzzle0"]))(pilot)
+        screen = pilot.app.screen
+        screen.running = GRADE  # a run shown as it streams, without a subprocess behind it
+        panel = screen.query_one(RunPanel)
+        panel.start(GRADE)
+        for event in ({"type": "stage", "stage": "starting", "detail": "starting the workload process"},
+                      {"type": "stage", "stage": "importing", "detail": "torch"},
+                      {"type": "stage", "stage": "warmup", "detail": "compiling and warming up"},
+                      {"type": "stage", "stage": "checking", "detail": "mine against baseline"},
+                      {"type": "stage", "stage": "timing", "detail": "15 interleaved rounds"},
+                      {"type": "progress", "stage": "timing", "done": 7, "total": 15}):
+            screen.post_message(HarnessEvent(event))
+        await pilot.pause()
+        panel._timer.pause()
+        panel.border_subtitle = "3 s · c cancels"
+
+    assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=run_before)
+
+
+def test_puzzle_problem_panel(snap_compare, ws):
+    async def run_before(pilot) -> None:
+        await open_screen(lambda app: PuzzleScreen(app.puzzles["puzzle0"]))(pilot)
+        tail = ("Traceback (most recent call last):\n  File \"workload.py\", line 12, in forward\n"
+                "    while True: pass\nKeyboardInterrupt\n")
+        error = RunFailed("timeout", "The workload did not finish within 300 s and was stopped.", tail)
+        pilot.app.screen.post_message(RunFinished("grade", error=error))
+        await pilot.pause()
+
+    assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=run_before)
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+def test_results_verdict(snap_compare, ws):
+    seed_attempts(ws)
+    assert snap_compare(app_for(ws), terminal_size=SMALL,
+                        run_before=open_screen(lambda app: ResultsScreen(app.puzzles["puzzle0"])))
+
+
+def test_results_history(snap_compare, ws):
+    seed_attempts(ws, crashed_last=True)
+    assert snap_compare(app_for(ws), terminal_size=SMALL,
+                        run_before=open_screen(lambda app: ResultsScreen(app.puzzles["puzzle0"], "history")))
+
+
+@pytest.mark.parametrize("tab, size", [("kernels", SMALL), ("metrics", LARGE), ("compare", SMALL),
+                                       ("trace", SMALL)])
+def test_results_of_gpu_profiles(snap_compare, ws, tab, size):
+    needs_puzzle1(ws)
+    seed_gpu_profiles(ws)
+    assert snap_compare(app_for(ws), terminal_size=size,
+                        run_before=open_screen(lambda app: ResultsScreen(app.puzzles["puzzle1"], tab)))
+
+
+# -- help and set-up --------------------------------------------------------------------------------
+
+
+def test_help_on_a_puzzle(snap_compare, ws):
+    async def run_before(pilot) -> None:
+        await open_screen(lambda app: PuzzleScreen(app.puzzles["puzzle0"]))(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=run_before)
+
+
+def test_workspace_setup(snap_compare, home):
+    app = InfprofApp(None, machine=CPU_ONLY, new_workspace_dir=Path(home) / "infprof-workspace")
+    app.theme = "textual-dark"
+    assert snap_compare(app, terminal_size=SMALL, run_before=settle)

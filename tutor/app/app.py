@@ -1,0 +1,118 @@
+"""The infprof-tutor Textual app: browse puzzles, read one, profile and grade it, see the results.
+
+Start-up loads the catalog and the screens only: the grading stack (and pandas,
+for traces) loads when the first run starts, and torch never loads here at all.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from tutor.catalog import Puzzle, all_puzzles
+from tutor.machine import Machine
+from tutor.workspace import DEFAULT_NAME, Workspace
+
+
+class InfprofApp(App[int]):
+    """One workspace, every puzzle in the catalog."""
+
+    TITLE = "infprof-tutor"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses (tests, benchmarks) live elsewhere
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help: every key of the screen"),
+        Binding("f1", "help", "Help", show=False, tooltip="this help"),
+        Binding("q", "quit", "Quit", tooltip="quit (a run in progress is stopped)"),
+    ]
+
+    # None until probed (a worker: nvidia-smi can take a moment); screens watch it.
+    machine: reactive[Machine | None] = reactive(None, init=False)
+
+    def __init__(self, workspace: Workspace | None, *, machine: Machine | None = None,
+                 new_workspace_dir: Path | None = None) -> None:
+        super().__init__()
+        self.workspace = workspace
+        self.new_workspace_dir = new_workspace_dir or Path.cwd() / DEFAULT_NAME
+        self._given_machine = machine
+        self.puzzles: dict[str, Puzzle] = all_puzzles()
+
+    def on_mount(self) -> None:
+        if self._given_machine is not None:
+            self.machine = self._given_machine
+        else:
+            self.probe_machine()
+        if self.workspace is None:
+            from tutor.app.screens.setup import WorkspaceSetupScreen
+
+            self.push_screen(WorkspaceSetupScreen(self.new_workspace_dir))
+        else:
+            self.show_browser()
+        if self.workspace is not None:
+            self.sub_title = _short(self.workspace.root)
+
+    def probe_machine(self) -> None:
+        def probe() -> None:
+            from tutor.machine import this_machine
+
+            machine = this_machine()
+            self.call_from_thread(setattr, self, "machine", machine)
+
+        self.run_worker(probe, thread=True, name="probe machine", group="machine")
+
+    def show_browser(self) -> None:
+        from tutor.app.screens.browser import BrowserScreen
+
+        self.switch_screen(BrowserScreen()) if len(self.screen_stack) > 1 else self.push_screen(BrowserScreen())
+
+    def use_workspace(self, workspace: Workspace) -> None:
+        """The setup screen made (or found) a workspace: go to the puzzles."""
+        self.workspace = workspace
+        self.sub_title = _short(workspace.root)
+        self.show_browser()
+
+    def open_puzzle(self, puzzle_id: str, start: str | None = None) -> None:
+        """Show a puzzle on top of the browser; `start` names a run to begin at once (grade, profile-…)."""
+        from tutor.app.screens.puzzle import PuzzleScreen
+
+        if self.workspace is None:
+            self.notify("Create a workspace first.", severity="warning")
+            return
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        self.push_screen(PuzzleScreen(self.puzzles[puzzle_id], start=start))
+
+    def action_help(self) -> None:
+        from tutor.app.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from getattr(screen, "palette_commands", lambda: ())()
+        if self.workspace is not None:
+            for p in self.puzzles.values():
+                yield SystemCommand(f"Open {p.id}", p.title, partial(self.open_puzzle, p.id))
+                yield SystemCommand(f"Grade {p.id}", "check, time and grade your solution",
+                                    partial(self.open_puzzle, p.id, "grade"))
+                yield SystemCommand(f"Profile {p.id} baseline", "profile the baseline: metrics and a trace",
+                                    partial(self.open_puzzle, p.id, "profile-baseline"))
+        yield SystemCommand("Help", "Keys and how the tutor works", self.action_help)
+        yield SystemCommand("Bottleneck taxonomy", "The ids you can name in answer.toml", self.action_taxonomy)
+        yield from super().get_system_commands(screen)
+
+    def action_taxonomy(self) -> None:
+        from tutor.app.screens.help import TaxonomyScreen
+
+        self.push_screen(TaxonomyScreen())
+
+
+def _short(path: Path) -> str:
+    from tutor.app.formatting import short_path
+
+    return short_path(path)

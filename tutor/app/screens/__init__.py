@@ -1,0 +1,1 @@
+"""One module per screen: browser, puzzle, results, help, workspace setup, output tail."""

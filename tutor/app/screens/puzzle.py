@@ -1,0 +1,356 @@
+"""One puzzle: its brief, the files to edit, and the runs (grade, profile) with their progress and outcome.
+
+Runs happen in a thread worker through tutor.app.runs (tutor.actions underneath);
+harness events come back as messages. Watch mode re-grades on every save of an
+editable file, like rustlings. Leaving the screen cancels a run in progress.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Markdown, Static
+
+from tutor.app.formatting import in_workspace, short_path
+from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
+from tutor.app.runs import GRADE, RUN_KINDS, RunKind, execute, preflight
+from tutor.app.widgets.brief import grading_markdown, hints_markdown, story_markdown
+from tutor.app.widgets.files import EditableFiles
+from tutor.app.widgets.puzzle_card import readiness_line, status_line
+from tutor.app.widgets.run_panel import RunPanel
+from tutor.catalog import Puzzle
+from tutor.errors import TutorError
+from tutor.machine import readiness
+
+FALLBACK_EDITORS = ("nano", "vim", "vi")
+WATCH_DEBOUNCE_MS = 400  # editors write a file in several steps; one re-run per save
+
+
+class PuzzleScreen(Screen):
+    CSS_PATH = "puzzle.tcss"
+    HELP_TITLE = "a puzzle"
+    BINDINGS = [
+        Binding("g", "run('grade')", "Grade", tooltip="check, time and grade your files"),
+        Binding("p", "run('profile-baseline')", "Profile", tooltip="profile the baseline: metrics and a trace"),
+        Binding("P", "run('profile-mine')", "Profile mine", show=False, tooltip="profile your workload.py"),
+        Binding("c", "cancel", "Cancel", tooltip="stop the run (the workload process is killed)"),
+        Binding("w", "toggle_watch", "Watch", tooltip="watch mode: every save of your files re-grades"),
+        Binding("h", "hint", "Hint", tooltip="reveal the next hint (recorded)"),
+        Binding("e", "edit", "Edit", tooltip="open the highlighted file in $EDITOR (enter does too)"),
+        Binding("r", "results", "Results", tooltip="verdict, metrics, kernels, history, the trace"),
+        Binding("o", "output", "Output", show=False, tooltip="the full output tail of a failed run"),
+        Binding("escape", "back", "Back", tooltip="back to the puzzle list (cancels a run)"),
+        Binding("q", "app.quit", "Quit", show=False, tooltip="quit"),
+    ]
+
+    running: reactive[RunKind | None] = reactive(None, init=False)
+    watching: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, puzzle: Puzzle, start: str | None = None) -> None:
+        super().__init__()
+        self.puzzle, self.start = puzzle, start
+        self.ws = self.app.workspace
+        self._harness = None
+        self._cancel_requested = False
+        self._rerun_after_cancel = False
+        self._last_problem: TutorError | None = None
+        self._last_kind = "grade"
+        self._watch_stop = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            with VerticalScroll(id="brief", classes="panel") as brief:
+                brief.border_title = "Brief"
+                yield Markdown(story_markdown(self.puzzle), id="story")
+                yield Markdown(grading_markdown(self.puzzle), id="grading")
+                yield Markdown(hints_markdown(self.puzzle, 0), id="hints")
+            with Vertical(id="side"):
+                files = EditableFiles(self.ws, self.puzzle, id="files", classes="panel")
+                files.border_title = "Your files"
+                files.border_subtitle = short_path(self.ws.puzzle_dir(self.puzzle))
+                yield files
+                standing = Static(id="standing", classes="panel")
+                standing.border_title = "Where you stand"
+                yield standing
+        yield RunPanel(id="run")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.title = f"{self.puzzle.id} · {self.puzzle.title}"
+        self.sub_title = f"level {self.puzzle.level}"
+        self.query_one(RunPanel).idle(self._idle_text())
+        self.query_one("#files").focus()
+        self.watch(self.app, "machine", lambda _: self.load_standing())
+        self.load_standing(show_last=True)
+        if self.start:
+            self.call_after_refresh(self.action_run, self.start)
+
+    def on_unmount(self) -> None:
+        self._cancel_run()
+        self._stop_watching()
+
+    # -- what the learner has on record ------------------------------------------------------------
+
+    def _idle_text(self) -> Content:
+        return Content.from_markup(
+            "[b]g[/b] grade your files · [b]p[/b] profile the baseline · [b]P[/b] profile yours · "
+            "[b]w[/b] watch: re-grade on every save · [b]e[/b] edit the highlighted file")
+
+    @work(thread=True, exclusive=True, group="standing")
+    def load_standing(self, show_last: bool = False) -> None:
+        from tutor.app.records import load_record
+        from tutor.progress import Progress
+
+        progress = Progress(self.ws.db_path)
+        status, hints = progress.status(self.puzzle.id), progress.hints_revealed(self.puzzle.id)
+        record = load_record(self.ws, self.puzzle) if show_last else None
+        self.app.call_from_thread(self._show_standing, status, hints, record)
+
+    def _show_standing(self, status, hints: int, record) -> None:
+        ready = readiness(self.puzzle, self.app.machine) if self.app.machine else None
+        watch = (Content.styled("● watching: every save re-grades", "$text-accent") if self.watching
+                 else Content.styled("○ watch off (w)", "$foreground-muted"))
+        self.query_one("#standing", Static).update(Content("\n").join([
+            status_line(status, "\n"), Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
+            readiness_line(ready), watch]))
+        self.query_one("#hints", Markdown).update(hints_markdown(self.puzzle, hints))
+        if record is not None and self.running is None:
+            self._show_last(record)
+
+    def _show_last(self, record) -> None:
+        panel = self.query_one(RunPanel)
+        latest = record.latest
+        if latest is not None and latest.failure:
+            panel.idle(Content.assemble(("Your last attempt did not finish: ", "bold"), latest.failure, "\n",
+                                        self._idle_text()), title="Last attempt")
+        elif record.verdict is not None:
+            panel.verdict(record.verdict, note="last attempt")
+
+    # -- runs ---------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "run":
+            return self.running is None
+        if action == "cancel":
+            return self.running is not None
+        if action == "output":
+            return bool(self._last_problem and self._last_problem.output_tail)
+        return True
+
+    def watch_running(self) -> None:
+        self.refresh_bindings()
+
+    def action_run(self, key: str, note: str = "") -> None:
+        if self.running is not None:
+            self.notify("A run is in progress: c cancels it.", severity="warning")
+            return
+        kind = RUN_KINDS[key]
+        problem = preflight(self.puzzle, self.app.machine)
+        if problem is not None:
+            self._show_problem(problem)
+            return
+        self._cancel_requested, self._harness, self._last_kind = False, None, key
+        self.running = kind
+        self.query_one(RunPanel).start(kind, note)
+        self._run(kind)
+
+    @work(thread=True, group="run")
+    def _run(self, kind: RunKind) -> None:
+        try:
+            result = execute(kind, self.ws, self.puzzle, lambda e: self.post_message(HarnessEvent(e)), self._register)
+        except TutorError as e:
+            self.post_message(RunFinished(kind.key, error=e))
+        else:
+            self.post_message(RunFinished(kind.key, result=result))
+
+    def _register(self, harness) -> None:
+        """Called from the worker thread as the subprocess is created."""
+        self._harness = harness
+        if self._cancel_requested:
+            harness.cancel()
+
+    @on(HarnessEvent)
+    def _harness_event(self, message: HarnessEvent) -> None:
+        if self._cancel_requested and self._harness is not None:
+            self._harness.cancel()  # a cancel that raced the spawn: the child is surely there now
+            return
+        self.query_one(RunPanel).harness_event(message.event)
+
+    @on(RunFinished)
+    def _run_finished(self, message: RunFinished) -> None:
+        self.running = None
+        self._harness = None
+        panel = self.query_one(RunPanel)
+        error = message.error
+        if error is not None and getattr(error, "kind", "") == "cancelled":
+            if self._rerun_after_cancel:
+                self._rerun_after_cancel = False
+                self.action_run("grade", note="after your save")
+                return
+            panel.idle(Content.assemble(("Run cancelled; the workload process was stopped.\n", "bold"),
+                                        self._idle_text()), title="Cancelled")
+        elif error is not None:
+            self._show_problem(error)
+        elif message.kind_key == "grade":
+            self._last_problem = None
+            panel.verdict(message.result)
+        else:
+            self._last_problem = None
+            outcome = message.result
+            panel.profile(RUN_KINDS[message.kind_key].which, outcome.metrics,
+                          in_workspace(outcome.trace_path, self.ws.root))
+        self.refresh_bindings()
+        self.load_standing()
+        self.query_one(EditableFiles).refresh_files()
+        self._refresh_results_screens()
+
+    def _refresh_results_screens(self) -> None:
+        from tutor.app.screens.results import ResultsScreen
+
+        for screen in self.app.screen_stack:
+            if isinstance(screen, ResultsScreen) and screen.puzzle.id == self.puzzle.id:
+                screen.load()
+
+    def _show_problem(self, error: TutorError) -> None:
+        self._last_problem = error
+        self.query_one(RunPanel).problem(error)
+        self.refresh_bindings()
+
+    def action_cancel(self) -> None:
+        if self.running is None:
+            return
+        self._cancel_run()
+        self.query_one(RunPanel).border_subtitle = "cancelling…"
+
+    def _cancel_run(self) -> None:
+        if self.running is None:
+            return
+        self._cancel_requested = True
+        if self._harness is not None:
+            self._harness.cancel()
+
+    def action_output(self) -> None:
+        from tutor.app.screens.output import OutputScreen
+
+        if self._last_problem and self._last_problem.output_tail:
+            self.app.push_screen(OutputScreen(self._last_problem))
+
+    def action_results(self) -> None:
+        from tutor.app.screens.results import ResultsScreen
+
+        self.app.push_screen(ResultsScreen(self.puzzle, tab="verdict" if self._last_kind == "grade" else "metrics"))
+
+    def action_back(self) -> None:
+        if self.running is not None:
+            self.notify(f"Cancelled the run of {self.puzzle.id}.")
+        self.app.pop_screen()
+
+    # -- hints and files -----------------------------------------------------------------------------
+
+    def action_hint(self) -> None:
+        from tutor.actions import reveal_hint
+
+        hint = reveal_hint(self.ws, self.puzzle)
+        if hint is None:
+            self.notify("All hints are out. The story and your profile are next.", title="No more hints")
+        self.load_standing()
+        self.call_after_refresh(self.query_one("#brief").scroll_end)
+
+    def action_edit(self, name: str | None = None) -> None:
+        files = self.query_one(EditableFiles)
+        path = self.ws.editable_path(self.puzzle, name) if name else files.selected_path
+        self.post_message(EditFile(path))
+
+    @on(EditFile)
+    def _edit(self, message: EditFile) -> None:
+        command = _editor_command()
+        if command is None:
+            self.notify(f"Set $EDITOR to edit from here, or open {message.path} in any editor.",
+                        title="No editor", severity="warning", timeout=8)
+            return
+        try:
+            with self.app.suspend():
+                subprocess.run([*command, str(message.path)])
+        except Exception as e:  # no terminal to hand over (e.g. a web driver), or the editor is not found
+            self.notify(f"Could not run {command[0]}: {e}. The file is {message.path}", severity="error")
+        self.query_one(EditableFiles).refresh_files()
+
+    # -- watch mode ------------------------------------------------------------------------------------
+
+    def action_toggle_watch(self) -> None:
+        if self.watching:
+            self._stop_watching()
+            self.notify("Watch mode off.")
+        else:
+            import asyncio
+
+            self._watch_stop = asyncio.Event()
+            self.watching = True
+            self._watch_files()
+            self.notify(f"Watching {', '.join(self.puzzle.editable)}: every save re-grades.", title="Watch mode")
+        self.load_standing()
+
+    def _stop_watching(self) -> None:
+        if self._watch_stop is not None:
+            self._watch_stop.set()
+            self._watch_stop = None
+        self.watching = False
+
+    @work(exclusive=True, group="watch")
+    async def _watch_files(self) -> None:
+        from watchfiles import awatch
+
+        names = set(self.puzzle.editable)
+        stop = self._watch_stop
+        async for changes in awatch(self.ws.puzzle_dir(self.puzzle), stop_event=stop, debounce=WATCH_DEBOUNCE_MS,
+                                    watch_filter=lambda _change, path: Path(path).name in names):
+            self.post_message(FilesSaved(sorted({Path(p) for _, p in changes})))
+
+    @on(FilesSaved)
+    def _files_saved(self, message: FilesSaved) -> None:
+        self.query_one(EditableFiles).refresh_files()
+        if not self.watching:
+            return
+        saved = ", ".join(p.name for p in message.paths)
+        if self.running is not None:
+            self._rerun_after_cancel = True  # the run in progress checks stale code: restart it
+            self._cancel_run()
+        else:
+            self.action_run("grade", note=f"after your save of {saved}")
+
+    # -- the command palette -----------------------------------------------------------------------
+
+    def palette_commands(self):
+        p = self.puzzle.id
+        yield SystemCommand("Grade", f"check, time and grade your {p} files (g)", lambda: self.action_run("grade"))
+        yield SystemCommand("Profile the baseline", f"metrics and a trace of {p}'s baseline (p)",
+                            lambda: self.action_run("profile-baseline"))
+        yield SystemCommand("Profile mine", f"metrics and a trace of your {p} workload (P)",
+                            lambda: self.action_run("profile-mine"))
+        if self.running is not None:
+            yield SystemCommand("Cancel the run", "stop the workload process (c)", self.action_cancel)
+        yield SystemCommand("Watch mode on/off", "re-grade on every save (w)", self.action_toggle_watch)
+        yield SystemCommand("Reveal a hint", "the next hint, recorded (h)", self.action_hint)
+        for name in self.puzzle.editable:
+            yield SystemCommand(f"Edit {name}", f"open {p}/{name} in $EDITOR", lambda n=name: self.action_edit(n))
+        yield SystemCommand("Results", "verdict, metrics, kernels, history (r)", self.action_results)
+
+
+def _editor_command() -> list[str] | None:
+    for var in ("VISUAL", "EDITOR"):
+        if os.environ.get(var, "").strip():
+            return shlex.split(os.environ[var])
+    found = next((e for e in FALLBACK_EDITORS if shutil.which(e)), None)
+    return [found] if found else None

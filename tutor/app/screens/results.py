@@ -1,0 +1,150 @@
+"""Results of one puzzle: the latest verdict, the profiles' metrics and kernels, baseline vs mine, the history."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+
+from tutor.app.records import PuzzleRecord, load_record, perfetto_command
+from tutor.app.widgets.attempts_plot import AttemptsPlot
+from tutor.app.widgets.kernels import KernelsView, KernelTable
+from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView
+from tutor.app.widgets.verdict import VerdictView, verdict_title
+from tutor.catalog import Puzzle
+
+TABS = ("verdict", "metrics", "kernels", "compare", "history", "trace")
+
+
+class ResultsScreen(Screen):
+    CSS_PATH = "results.tcss"
+    HELP_TITLE = "the results"
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", tooltip="back to the puzzle"),
+        Binding("t", "switch_profile", "Baseline/mine", tooltip="show the baseline or your profile (Metrics, Kernels, Trace)"),
+        Binding("s", "sort", "Sort", tooltip="sort the kernel table by the next column (or click a header)"),
+        Binding("y", "copy_command", "Copy Perfetto cmd", tooltip="copy the command that opens the trace in Perfetto"),
+        *(Binding(str(i), f"show_tab('{tab}')", tab.capitalize(), show=False, tooltip=f"the {tab} tab")
+          for i, tab in enumerate(TABS, 1)),
+        Binding("q", "app.quit", "Quit", show=False, tooltip="quit"),
+    ]
+
+    which: reactive[str] = reactive("baseline", init=False)  # the profile Metrics and Kernels show
+
+    def __init__(self, puzzle: Puzzle, tab: str = "verdict") -> None:
+        super().__init__()
+        self.puzzle, self.first_tab = puzzle, tab
+        self.record = PuzzleRecord()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial=self.first_tab):
+            with TabPane("1 Verdict", id="verdict"):
+                with VerticalScroll():
+                    yield Static(id="verdict-head")
+                    yield VerdictView(details=True)
+            with TabPane("2 Metrics", id="metrics"):
+                yield ProfileView()
+            with TabPane("3 Kernels", id="kernels"):
+                yield KernelsView()
+            with TabPane("4 Compare", id="compare"):
+                yield CompareView()
+            with TabPane("5 History", id="history"):
+                yield AttemptsPlot()
+            with TabPane("6 Trace", id="trace"):
+                yield TraceView()
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.title = f"{self.puzzle.id} · results"
+        self.load()
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        record = load_record(self.app.workspace, self.puzzle)
+        self.app.call_from_thread(self._show, record)
+
+    def _show(self, record: PuzzleRecord) -> None:
+        self.record = record
+        self._show_verdict()
+        self._show_profile()
+        self.query_one(CompareView).show(record.baseline, record.mine)
+        self.query_one(AttemptsPlot).show(self.puzzle, record.attempts)
+        self.refresh_bindings()
+
+    def _show_verdict(self) -> None:
+        record, head = self.record, self.query_one("#verdict-head", Static)
+        lines = []
+        latest = record.latest
+        if latest is None:
+            lines.append(Content("No attempts yet: g on the puzzle grades your files."))
+        elif latest.failure:
+            lines.append(Content.assemble(("Your last attempt did not finish: ", "bold $text-error"), latest.failure))
+            if record.verdict:
+                lines.append(Content.styled("The last one that did:", "$foreground-muted"))
+        if record.verdict:
+            v = record.verdict
+            style = "bold $text-success" if v.passed else "bold $text-warning"
+            lines.append(Content.styled(verdict_title(v), style))
+        head.update(Content("\n").join(lines))
+        self.query_one(VerdictView).show(record.verdict)
+
+    def _show_profile(self) -> None:
+        profile = self.record.profile(self.which)
+        self.query_one(ProfileView).show(profile, self.which, self.app.workspace.root)
+        self.query_one(KernelsView).show(profile, self.which)
+        self.query_one(TraceView).show(profile, self.which, self.app.workspace.root)
+
+    def watch_which(self) -> None:
+        self._show_profile()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        self.refresh_bindings()
+
+    @property
+    def tab(self) -> str:
+        return self.query_one(TabbedContent).active
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self.is_mounted:
+            return True
+        if action == "switch_profile":
+            return self.tab in ("metrics", "kernels", "trace")
+        if action == "sort":
+            return self.tab == "kernels" and bool(self.record.profile(self.which) and
+                                                  self.record.profile(self.which).metrics.kernels)
+        if action == "copy_command":
+            return self.tab in ("metrics", "trace") and self.record.profile(self.which) is not None
+        return True
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_switch_profile(self) -> None:
+        self.which = "mine" if self.which == "baseline" else "baseline"
+        self.notify(f"Showing the {self.which} profile.", timeout=2)
+
+    def action_sort(self) -> None:
+        title = self.query_one(KernelTable).next_sort()
+        self.notify(f"Kernels sorted by {title}.", timeout=2)
+
+    def action_copy_command(self) -> None:
+        profile = self.record.profile(self.which)
+        if profile is not None:
+            self.app.copy_to_clipboard(perfetto_command(profile.trace_path))
+            self.notify("Copied the command that opens the trace in Perfetto.", timeout=3)
+
+    def palette_commands(self):
+        for i, tab in enumerate(TABS, 1):
+            yield SystemCommand(f"Show {tab}", f"the {tab} tab ({i})", lambda t=tab: self.action_show_tab(t))
+        yield SystemCommand("Switch baseline/mine profile", "which profile Metrics and Kernels show (t)",
+                            self.action_switch_profile)
+        if self.record.profile(self.which):
+            yield SystemCommand("Copy the Perfetto command", "opens the trace in ui.perfetto.dev (y)",
+                                self.action_copy_command)

@@ -1,0 +1,1 @@
+"""Widgets of the TUI: they display what they are given and post messages upward; no grading here."""

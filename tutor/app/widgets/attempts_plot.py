@@ -1,0 +1,69 @@
+"""The learner's attempts over time: speed-up (with its 95% lower bound and the tier lines) and their time."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from tutor.app.records import Attempt
+from tutor.catalog import Puzzle
+
+
+class AttemptsPlot(Vertical):
+    """Two textual-plotext plots over attempt numbers; failed runs are counted, not plotted."""
+
+    DEFAULT_CSS = """
+    AttemptsPlot { height: 1fr; }
+    AttemptsPlot > .attempts-head { height: auto; }
+    AttemptsPlot > PlotextPlot { height: 1fr; min-height: 6; }
+    """
+
+    def compose(self) -> ComposeResult:
+        from textual_plotext import PlotextPlot
+
+        yield Static(classes="attempts-head")
+        yield PlotextPlot(id="speedup-plot")
+        yield PlotextPlot(id="time-plot")
+
+    def show(self, puzzle: Puzzle, attempts: list[Attempt]) -> None:
+        from textual_plotext import PlotextPlot
+
+        head = self.query_one(".attempts-head", Static)
+        timed = [a for a in attempts if a.speedup is not None]
+        failed = len(attempts) - len(timed)
+        for plot in self.query(PlotextPlot):
+            plot.display = bool(timed)
+        if not timed:
+            head.update("No graded attempts yet: g on the puzzle grades your files." +
+                        (f" ({failed} attempt(s) did not finish.)" if failed else ""))
+            return
+        best = max(timed, key=lambda a: a.speedup)
+        head.update(f"{len(attempts)} attempt(s), best {best.speedup:.2f}x (#{best.number})"
+                    + (f", {failed} did not finish" if failed else ""))
+
+        vs = puzzle.tiers[0].vs
+        plt = self.query_one("#speedup-plot", PlotextPlot).plt
+        plt.clear_figure()
+        x = [a.number for a in timed]
+        plt.plot(x, [a.speedup for a in timed], marker="braille", label="median")
+        plt.scatter(x, [a.speedup_low or 0 for a in timed], marker="dot", label="95% low")
+        tiers = [t for t in puzzle.tiers if t.vs == vs]
+        for tier in tiers:
+            plt.hline(tier.min_speedup)
+        # The tier lines are the ticks, so each line says which tier it is.
+        plt.yticks([1.0, *(t.min_speedup for t in tiers)], ["1x", *(f"{t.name} {t.min_speedup:g}x" for t in tiers)])
+        plt.title(f"speed-up vs {vs} per attempt")
+        if len(x) <= 12:
+            plt.xticks(x)
+        plt.ylim(0, max(max(a.speedup for a in timed), *(t.min_speedup for t in tiers)) * 1.1)
+
+        plt = self.query_one("#time-plot", PlotextPlot).plt
+        plt.clear_figure()
+        mine = [(a.number, a.mine_ms) for a in timed if a.mine_ms is not None]
+        plt.plot([n for n, _ in mine], [ms for _, ms in mine], marker="braille")
+        plt.title("your median time per forward() (ms)")
+        if len(x) <= 12:
+            plt.xticks(x)
+        for plot in self.query(PlotextPlot):
+            plot.refresh()

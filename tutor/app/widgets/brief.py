@@ -1,0 +1,40 @@
+"""The puzzle's brief as Markdown: the story, how it is graded, and the hints revealed so far."""
+
+from __future__ import annotations
+
+from tutor.catalog import Puzzle
+from tutor.render import hardware_line
+
+
+def story_markdown(p: Puzzle) -> str:
+    """story.md without a leading heading that repeats the title (the header shows it)."""
+    first, _, rest = p.story.lstrip().partition("\n")
+    return rest.lstrip() if first.startswith("#") and first.lstrip("# ").strip() == p.title else p.story
+
+
+def grading_markdown(p: Puzzle) -> str:
+    tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` |" for t in p.tiers)
+    return f"""\
+## How it is graded
+
+- **Correctness** — your output stays within relative L2 error {p.correctness.max_rel_l2:g} of
+  `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.
+- **Diagnosis** — `answer.toml` names the bottleneck and cites at least {p.diagnosis.min_evidence}
+  number(s) from your own latest **baseline** profile (within 10%).
+- **Speed** — a tier counts when the lower end of the 95% interval of your speed-up clears it:
+
+| tier | speed-up | measured against |
+|---|---|---|
+{tiers}
+
+Needs: {hardware_line(p)} · profilers: {", ".join(p.profilers)}
+"""
+
+
+def hints_markdown(p: Puzzle, shown: int) -> str:
+    if not p.hints:
+        return "## Hints\n\nThis puzzle has no hints."
+    revealed = "\n".join(f"{i}. {text}" for i, text in enumerate(p.hints[:shown], start=1))
+    left = len(p.hints) - shown
+    more = f"Press **h** to reveal the next one ({left} left)." if left else "That was the last one."
+    return f"## Hints\n\n{revealed}\n\n{more}" if shown else f"## Hints\n\n{len(p.hints)} hints, none shown yet. {more}"

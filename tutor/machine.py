@@ -1,0 +1,145 @@
+"""Can this machine run a puzzle? Decided without importing torch, so `list` and the TUI stay fast.
+
+A CUDA puzzle needs an NVIDIA driver (nvidia-smi on PATH or /proc/driver/nvidia),
+enough GPUs, a new enough GPU, a CUDA build of torch (read from torch/version.py,
+not imported) and the packages and profilers it names. The harness still checks
+for itself at run time; this is the early, readable answer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tutor.catalog import Puzzle
+
+NVIDIA_PROC = Path("/proc/driver/nvidia")
+# Profilers a puzzle may name -> ("module" or "program", what to look for).
+PROFILER_NEEDS = {"torch": ("module", "torch"), "nsys": ("program", "nsys"), "ncu": ("program", "ncu")}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What this machine offers, as far as can be told without loading CUDA."""
+
+    nvidia_driver: bool
+    gpu_count: int
+    compute_capabilities: tuple[float, ...] = ()  # empty when nvidia-smi could not say
+    torch_installed: bool = True
+    torch_cuda: str | None = None  # the CUDA version torch was built for; None for a CPU build
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """One reason a puzzle cannot run here: a short label for tables and the full why."""
+
+    label: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Readiness:
+    blockers: tuple[Blocker, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.blockers
+
+    @property
+    def label(self) -> str:
+        return "ready" if self.ok else self.blockers[0].label
+
+    @property
+    def why(self) -> str:
+        return " ".join(b.why for b in self.blockers)
+
+
+@cache
+def this_machine() -> Machine:
+    """Probe once per process (nvidia-smi costs ~0.1 s, and only where a driver exists)."""
+    driver = shutil.which("nvidia-smi") is not None or NVIDIA_PROC.is_dir()
+    gpus, caps = 0, ()
+    if driver:
+        gpus = len(list((NVIDIA_PROC / "gpus").glob("*"))) if (NVIDIA_PROC / "gpus").is_dir() else 0
+        caps = _compute_capabilities()
+        gpus = max(gpus, len(caps))
+    installed, cuda = _torch_build()
+    return Machine(driver, gpus, caps, installed, cuda)
+
+
+def _compute_capabilities() -> tuple[float, ...]:
+    if shutil.which("nvidia-smi") is None:
+        return ()
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    caps = []
+    for line in done.stdout.splitlines():
+        try:
+            caps.append(float(line.strip()))
+        except ValueError:
+            pass  # old drivers print "[N/A]" or an error line
+    return tuple(caps)
+
+
+def _torch_build() -> tuple[bool, str | None]:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return False, None
+    version_file = Path(spec.origin).with_name("version.py")
+    try:
+        match = re.search(r"^cuda(?:: [^=]+)? = '([^']+)'", version_file.read_text(), re.MULTILINE)
+    except OSError:
+        return True, None
+    return True, match.group(1) if match else None
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
+    """Everything that stops `puzzle` from running here, most fundamental first."""
+    m = machine or this_machine()
+    hw = puzzle.hardware
+    blockers: list[Blocker] = []
+    if not m.torch_installed:
+        blockers.append(Blocker("no torch", "PyTorch is not installed in the tutor's environment: "
+                                "reinstall with `make run`."))
+    if hw.device == "cuda":
+        needed = max(hw.gpus, 1)
+        if not m.nvidia_driver:
+            blockers.append(Blocker("no CUDA", "This puzzle needs an NVIDIA GPU and no driver was found "
+                                    "(no nvidia-smi, no /proc/driver/nvidia): run it on a GPU machine."))
+        elif m.gpu_count < needed:
+            blockers.append(Blocker("too few GPUs", f"This puzzle needs {needed} GPU(s); this machine has "
+                                    f"{m.gpu_count}."))
+        elif hw.min_compute_capability and m.compute_capabilities and \
+                max(m.compute_capabilities) < hw.min_compute_capability:
+            blockers.append(Blocker("GPU too old", f"This puzzle needs compute capability >= "
+                                    f"{hw.min_compute_capability:g}; the best GPU here has "
+                                    f"{max(m.compute_capabilities):g}."))
+        if m.torch_installed and m.torch_cuda is None:
+            blockers.append(Blocker("CPU-only torch", "The installed PyTorch is a CPU-only build: install a "
+                                    "CUDA build (`make TORCH_SPEC=torch run`)."))
+    missing = [p for p in hw.packages if not _has_module(p)]
+    if missing:
+        blockers.append(Blocker("missing package", f"Not installed: {', '.join(missing)}. Install the GPU extras: "
+                                "pip install -e '.[gpu]'."))
+    for profiler in puzzle.profilers:
+        kind, name = PROFILER_NEEDS.get(profiler, ("program", profiler))
+        found = _has_module(name) if kind == "module" else shutil.which(name) is not None
+        if not found and not (kind == "module" and name == "torch" and not m.torch_installed):
+            blockers.append(Blocker("missing profiler", f"The {profiler} profiler is not available "
+                                    f"({name} not found)."))
+    return Readiness(tuple(blockers))
