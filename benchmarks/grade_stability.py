@@ -48,6 +48,9 @@ def main() -> int:
         sp = "  ".join(f"vs {k}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]" for k, s in v.speedups.items())
         ms = "  ".join(f"{k} {t:.4f} ms" for k, t in v.timings_ms.items())
         print(f"run {i + 1}: passed={v.passed} tier={v.tier or '-':6} {sp}  | {ms}  ({wall:.1f} s)", flush=True)
+        for c in v.criteria:
+            if not c.passed or i == 0:
+                print(f"    {c.name}: {'pass' if c.passed else 'FAIL'}: {c.summary} {'; '.join(c.details[:4])}", flush=True)
 
     verdicts = [(r["passed"], r["tier"]) for r in rows]
     agreement = verdicts.count(statistics.mode(verdicts)) / len(verdicts)

@@ -165,3 +165,41 @@ def test_reading_a_trace_never_imports_torch():
     code = ("import sys; from tutor.profilers.torch_trace import extract; "
             f"extract({str(FIXTURES / 'cpu_loop_trace.json.gz')!r}); assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+# Recorded by `benchmarks/device_verify.sh puzzle1` on the H100: the tutor's own `profile puzzle1`
+# run on the fp8 baseline, with the metrics it computed there.
+@pytest.fixture(scope="module")
+def puzzle1_baseline():
+    recorded = json.loads((FIXTURES / "h100_puzzle1_baseline_metrics.json").read_text())["values"]
+    memory = {k.removeprefix("memory."): v for k, v in recorded.items() if k.startswith("memory.")}
+    return extract(FIXTURES / "h100_puzzle1_baseline_trace.json.gz", memory), recorded
+
+
+def test_puzzle1_extraction_here_matches_the_h100_run(puzzle1_baseline):
+    metrics, recorded = puzzle1_baseline
+    assert metrics.values.keys() == recorded.keys()
+    for key, value in recorded.items():
+        assert metrics.values[key] == pytest.approx(value, rel=1e-9), key
+
+
+def test_puzzle1_profile_shows_dequantization(puzzle1_baseline):
+    metrics, _ = puzzle1_baseline
+    v = metrics.values
+    # Per layer: three elementwise kernels materialise the bf16 weight, then a splitK GEMM + reduce.
+    assert v["kernels.per_iter"] == 40
+    assert v["kernels.category.elementwise.share"] > 0.85 > 0.15 > v["kernels.category.gemm.share"]
+    elementwise = [k for k in metrics.kernels if k["category"] == "elementwise"]
+    assert len(elementwise) == 3 and all(k["count"] == 8 * v["iterations"] for k in elementwise)
+    # 16.8 MB of fp8 read and 33.5 MB of bf16 written per layer take tens of µs, the GEMM ~12.
+    assert all(k["mean_us"] > 25 for k in elementwise)
+
+
+def test_puzzle1_reference_answer_cites_metrics_the_profile_has(puzzle1_baseline):
+    import tomllib
+
+    from tutor.catalog import get_puzzle
+
+    metrics, _ = puzzle1_baseline
+    answer = tomllib.loads((get_puzzle("puzzle1").solution_dir / "answer.toml").read_text())
+    assert {e["metric"] for e in answer["evidence"]} <= metrics.values.keys()

@@ -18,6 +18,7 @@ from tutor.catalog import Puzzle
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
+from tutor.grading.extra import puzzle_criteria
 from tutor.grading.performance import check_correctness, check_performance, speedups_vs
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.metrics import ProfileMetrics
@@ -125,8 +126,10 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     diagnosis = _diagnose(ws, puzzle, progress)
     speedups = speedups_vs(result["samples_ms"])
     performance, tier = check_performance(puzzle, speedups, result["samples_ms"])
-    criteria = [correctness, diagnosis, performance]
-    verdict = Verdict(puzzle.id, criteria, tier=tier if correctness.passed else "",
+    rules = puzzle_criteria(puzzle, result)
+    # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.
+    earned = correctness.passed and all(r.passed for r in rules)
+    verdict = Verdict(puzzle.id, [correctness, diagnosis, performance, *rules], tier=tier if earned else "",
                       speedups={k: vars(v) for k, v in speedups.items()},
                       timings_ms={k: statistics.median(v) for k, v in result["samples_ms"].items()})
     if not verdict.passed:

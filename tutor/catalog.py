@@ -11,10 +11,12 @@ from functools import cache
 from pathlib import Path
 
 import challenges
+import graders
 
 from tutor.errors import TutorError
 
 CHALLENGES_DIR = Path(challenges.__file__).parent
+GRADERS_DIR = Path(graders.__file__).parent
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,8 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
     for ref in [p.correctness.oracle, *(t.vs for t in p.tiers)]:
         if ref not in names:
             raise TutorError(f"{meta_path}: '{ref}' is not a workload name ({sorted(names)})", "Fix the puzzle metadata.")
+    if p.grader and not (GRADERS_DIR / f"{p.grader}.py").is_file():
+        raise TutorError(f"{meta_path}: grader '{p.grader}' has no module graders/{p.grader}.py", "Fix the puzzle metadata.")
     for name, file in p.workloads.items():
         if not (p.folder / file).is_file():
             raise TutorError(f"{meta_path}: workload '{name}' file {file} does not exist", "Fix the puzzle metadata.")

@@ -29,13 +29,18 @@ def speedups_vs(samples_ms: dict[str, list[float]], candidate: str = "mine") -> 
 
 
 def tier_reached(puzzle: Puzzle, speedups: dict[str, Estimate]) -> str:
-    """The highest tier whose bound holds, each tier requiring those below it."""
-    reached = ""
+    """The highest tier whose bounds all hold, each tier requiring those below it.
+
+    A tier may be listed more than once (one entry per comparator): it counts
+    only when every one of its entries is met.
+    """
+    below, current = "", ""  # current: the tier being checked; below: the last one fully met
     for tier in puzzle.tiers:
+        if tier.name != current:
+            below, current = current, tier.name
         if speedups[tier.vs].low < tier.min_speedup:
-            break
-        reached = tier.name
-    return reached
+            return below
+    return current
 
 
 def check_performance(puzzle: Puzzle, speedups: dict[str, Estimate], samples_ms: dict[str, list[float]]) -> tuple[Criterion, str]:

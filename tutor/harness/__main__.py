@@ -50,18 +50,23 @@ def run(request: dict, sink: EventSink) -> dict:
                              f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
     if request["device"] == "cpu":
         torch.set_num_threads(1)  # CPU puzzles time one thread, so speedups compare across machines
-    device = Device(request["device"])
+    device = Device(request["device"], flush_l2=request["mode"] == "check")
     torch.manual_seed(request["seed"])
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
     names = request["prepare"]
     modules = {n: load_module(Path(request["workloads"][n]), n, WORKLOAD_API) for n in names}
 
-    states = {}
+    states, resident = {}, {}
     for name, module in modules.items():
         sink.stage("preparing", name)
+        before = device.allocated_bytes()
         weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)
         states[name] = call_workload(f"{name}.prepare()", module.prepare, weights, device.name)
         del weights
+        # What prepare() left alive: lets a puzzle check, say, that weights really are stored in fp8.
+        resident[name] = device.allocated_bytes() - before
+    device.poison_free_memory()
+    prepared = device.allocated_bytes()
 
     def forward(name, x):
         return call_workload(f"{name}.forward()", modules[name].forward, states[name], x)
@@ -70,6 +75,8 @@ def run(request: dict, sink: EventSink) -> dict:
     if request["mode"] == "check":
         from tutor.harness.timing import check_and_time
         result.update(check_and_time(request, spec, forward, device, sink))
+        # Memory kept after prepare(): caches built lazily in forward() show up here.
+        result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes() - prepared}
     elif request["mode"] == "profile":
         result.update(profile(request, spec, forward, device, sink))
     else:

@@ -1,0 +1,74 @@
+"""Tier rules and puzzle-specific criteria, on hand-made harness results.
+
+The GPU test at the end grades a real workload that cheats puzzle1 by going
+back to bf16 weights: fast enough for a tier, and still rejected.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from graders import puzzle1 as puzzle1_rules
+from tutor import actions
+from tutor.catalog import get_puzzle
+from tutor.grading.extra import puzzle_criteria
+from tutor.grading.performance import tier_reached
+from tutor.stats import Estimate
+
+MB = 2**20
+
+
+def bounds(**lows: float) -> dict[str, Estimate]:
+    return {vs: Estimate(median=low * 1.05, low=low, high=low * 1.1, n=60) for vs, low in lows.items()}
+
+
+@pytest.mark.parametrize("lows, tier", [
+    ({"baseline": 2.0, "bf16_eager": 0.3, "bf16_graph": 0.2}, ""),
+    ({"baseline": 4.0, "bf16_eager": 0.9, "bf16_graph": 0.5}, "bronze"),
+    ({"baseline": 6.0, "bf16_eager": 1.2, "bf16_graph": 0.6}, "silver"),
+    # bf16 in a CUDA graph: 2x bf16 eager, but not faster than itself, so not gold.
+    ({"baseline": 8.6, "bf16_eager": 2.0, "bf16_graph": 1.0}, "silver"),
+    ({"baseline": 14.0, "bf16_eager": 3.3, "bf16_graph": 1.6}, "gold"),
+])
+def test_a_tier_listed_twice_needs_every_entry(lows, tier):
+    assert tier_reached(get_puzzle("puzzle1"), bounds(**lows)) == tier
+
+
+def memory_result(mine_mb: float, bf16_mb: float = 256.0, growth_mb: float = 0.0) -> dict:
+    return {"memory": {"resident_bytes": {"mine": int(mine_mb * MB), "bf16_eager": int(bf16_mb * MB),
+                                          "baseline": int(130 * MB)}, "growth_bytes": int(growth_mb * MB)}}
+
+
+@pytest.mark.parametrize("mine_mb, growth_mb, passed", [
+    (128.1, 0.0, True),      # fp8 weights and per-row scales
+    (128.1, 2.0, True),      # a CUDA graph's static buffers
+    (256.0, 0.0, False),     # bf16 weights kept
+    (384.0, 0.0, False),     # fp8 and a bf16 copy
+    (128.1, 256.0, False),   # bf16 copy made lazily in forward()
+])
+def test_puzzle1_requires_fp8_resident_weights(mine_mb, growth_mb, passed):
+    [criterion] = puzzle_criteria(get_puzzle("puzzle1"), memory_result(mine_mb, growth_mb=growth_mb))
+    assert criterion.name == "fp8 weights"
+    assert criterion.passed is passed, criterion.details
+
+
+def test_puzzle1_rule_fails_when_memory_was_not_measured():
+    [criterion] = puzzle1_rules.criteria(get_puzzle("puzzle1"), {"memory": None})
+    assert not criterion.passed
+
+
+def test_puzzles_without_a_grader_add_nothing():
+    assert puzzle_criteria(get_puzzle("puzzle0"), memory_result(1.0)) == []
+
+
+@pytest.mark.gpu
+def test_puzzle1_bf16_graph_is_fast_but_rejected(workspace):
+    puzzle = get_puzzle("puzzle1")
+    shutil.copy(puzzle.workload_path("bf16_graph"), workspace.editable_path(puzzle, "workload.py"))
+    verdict = actions.grade(workspace, puzzle)
+    fp8 = next(c for c in verdict.criteria if c.name == "fp8 weights")
+    print("bf16 graph as mine:", verdict.tier, verdict.speedups, fp8.details)
+    assert verdict.speedups["baseline"]["low"] >= 3.0  # fast enough for bronze on speed alone
+    assert not fp8.passed and not verdict.passed
