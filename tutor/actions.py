@@ -77,26 +77,60 @@ def _check_workload_file(ws: Workspace, puzzle: Puzzle) -> None:
 
 
 def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: EventHandler | None = None,
-            register: Register | None = None) -> ProfileOutcome:
-    """Profile one workload under the PyTorch profiler; store its metrics as this learner's evidence."""
-    from tutor.profilers.torch_trace import extract  # pandas: only when a profile is read
-
+            register: Register | None = None, profiler: str = "torch") -> ProfileOutcome:
+    """Profile one workload; store its metrics as this learner's evidence."""
     if which not in PROFILE_WORKLOADS:
         raise TutorError(f"Cannot profile '{which}'.", "Choose --which baseline or --which mine.")
+    if profiler not in PROFILERS:
+        raise TutorError(f"Unknown profiler '{profiler}'.", f"Choose one of: {', '.join(PROFILERS)}.")
     if which == "mine":
         _check_workload_file(ws, puzzle)
     run_dir = _new_run_dir(ws, puzzle, f"profile-{which}")
     request = _base_request(ws, puzzle, "profile", [which])
-    trace_path = run_dir / "trace.json"
-    request["profile"] = {"workload": which, "iterations": puzzle.timing.profile_iterations,
-                          "trace_path": str(trace_path)}
-    outcome = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register)
-    if on_event:
-        on_event({"type": "stage", "stage": "extracting", "detail": "reading the trace"})
-    metrics = extract(trace_path, outcome.result.get("memory"))
+    request["profile"] = {"workload": which, "iterations": puzzle.timing.profile_iterations}
+    metrics, artifact = PROFILERS[profiler](request, run_dir, puzzle, on_event, register)
     metrics.save(run_dir / "metrics.json")
-    Progress(ws.db_path).record_profile(puzzle.id, which, code_hash(ws, puzzle), metrics, trace_path, run_dir)
-    return ProfileOutcome(metrics, run_dir, trace_path)
+    Progress(ws.db_path).record_profile(puzzle.id, which, code_hash(ws, puzzle), metrics, artifact, run_dir)
+    return ProfileOutcome(metrics, run_dir, artifact)
+
+
+def _extracting(on_event: EventHandler | None, detail: str) -> None:
+    if on_event:
+        on_event({"type": "stage", "stage": "extracting", "detail": detail})
+
+
+def _profile_torch(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
+    from tutor.profilers.torch_trace import extract  # pandas: only when a profile is read
+
+    trace_path = run_dir / "trace.json"
+    request["profile"]["trace_path"] = str(trace_path)
+    outcome = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register)
+    _extracting(on_event, "reading the trace")
+    return extract(trace_path, outcome.result.get("memory")), trace_path
+
+
+def _profile_ncu(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
+    from tutor.profilers import ncu
+
+    binary = ncu.find_ncu()
+    request["mode"] = "kernels"
+    # Kernels are deterministic in their counters: one iteration is enough, and each launch is replayed ~40x.
+    request["profile"]["iterations"] = 1
+    report = run_dir / "profile.ncu-rep"
+    # Kernel replay multiplies run time: give ncu several times the puzzle's limit.
+    run_harness(request, run_dir, puzzle.timing.timeout_s * 4, on_event, register,
+                wrapper=tuple(ncu.profile_command(binary, report.with_suffix(""))))
+    if not report.exists():
+        raise TutorError("Nsight Compute wrote no report: it profiled no kernel.",
+                         f"See {run_dir / 'output.log'}. Hardware counters may need root "
+                         "(ERR_NVGPUCTRPERM), or no kernel ran inside the profiled range.")
+    _extracting(on_event, "reading the Nsight Compute report")
+    csv_path = run_dir / "ncu.csv"
+    ncu.export_csv(binary, report, csv_path)
+    return ncu.extract(csv_path), report
+
+
+PROFILERS = {"torch": _profile_torch, "ncu": _profile_ncu}
 
 
 def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
@@ -145,9 +179,10 @@ def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:
         answer = read_answer(ws.editable_path(puzzle, "answer.toml"))
     except TutorError as e:
         return Criterion("diagnosis", False, e.message, [e.advice])
-    row = progress.latest_profile(puzzle.id, "baseline")
-    values = ProfileMetrics.from_json(row["metrics_json"]).values if row else None
-    return check_diagnosis(puzzle, answer, values)
+    # Evidence may come from any profiler the learner ran: each one's newest baseline profile.
+    rows = progress.latest_profiles(puzzle.id, "baseline")
+    values = {k: v for row in rows for k, v in ProfileMetrics.from_json(row["metrics_json"]).values.items()}
+    return check_diagnosis(puzzle, answer, values if rows else None)
 
 
 def _next_hint_preview(puzzle: Puzzle, progress: Progress) -> str:

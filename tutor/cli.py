@@ -78,9 +78,11 @@ def cmd_profile(args) -> int:
     p = get_puzzle(args.puzzle)
     if args.profiler not in p.profilers:
         raise TutorError(f"{p.id} is profiled with {', '.join(p.profilers)}, not {args.profiler}.")
-    outcome = actions.profile(ws, p, args.which, _progress_printer())
+    outcome = actions.profile(ws, p, args.which, _progress_printer(), profiler=args.profiler)
     console.print(metrics_view(outcome.metrics))
-    console.print(f"Trace: {outcome.trace_path}\nOpen it at https://ui.perfetto.dev (Open trace file).", highlight=False)
+    opener = ("Open it in Nsight Compute: ncu-ui" if args.profiler == "ncu"
+              else "Open it at https://ui.perfetto.dev (Open trace file).")
+    console.print(f"Report: {outcome.trace_path}\n{opener}", highlight=False)
     return 0
 
 
@@ -145,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("puzzle")
         p.set_defaults(func=func)
         if name == "profile":
-            p.add_argument("--profiler", default="torch", choices=["torch"])
+            p.add_argument("--profiler", default="torch", choices=["torch", "ncu"])
             p.add_argument("--which", default="baseline", choices=["baseline", "mine"])
     return parser
 

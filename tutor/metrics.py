@@ -34,6 +34,31 @@ METRIC_DOCS: dict[str, str] = {
     "graphs.replays_per_iter": "CUDA graph launches per forward()",
     "memory.peak_allocated_mb": "peak memory held by tensors",
     "memory.peak_reserved_mb": "peak memory reserved by the caching allocator",
+    # Nsight Compute: the kernel with the most GPU time in the profiled range.
+    "ncu.kernels_profiled": "kernel launches Nsight Compute profiled",
+    "ncu.total_us": "summed duration of the profiled kernels",
+    "ncu.duration_us": "top kernel: mean duration of one launch",
+    "ncu.sm_throughput_pct": "top kernel: SM throughput, % of peak (compute speed of light)",
+    "ncu.memory_throughput_pct": "top kernel: busiest memory unit, % of peak (memory speed of light)",
+    "ncu.dram_throughput_pct": "top kernel: DRAM bandwidth used, % of peak",
+    "ncu.dram_gbps": "top kernel: DRAM bandwidth achieved, GB/s (read + write)",
+    "ncu.dram_bytes": "top kernel: bytes moved to and from DRAM per launch",
+    "ncu.l2_hit_rate_pct": "top kernel: L2 sector hit rate",
+    "ncu.l1_hit_rate_pct": "top kernel: L1/TEX sector hit rate",
+    "ncu.achieved_occupancy_pct": "top kernel: active warps per SM, % of the maximum",
+    "ncu.theoretical_occupancy_pct": "top kernel: occupancy its launch config allows",
+    "ncu.registers_per_thread": "top kernel: registers per thread",
+    "ncu.grid_size": "top kernel: blocks launched",
+    "ncu.block_size": "top kernel: threads per block",
+    "ncu.waves_per_sm": "top kernel: blocks / (SMs x blocks resident per SM); a fraction leaves SMs idle in the last wave",
+    "ncu.static_shared_bytes": "top kernel: static shared memory per block",
+    "ncu.dynamic_shared_bytes": "top kernel: dynamic shared memory per block",
+    "ncu.occupancy_limit_registers": "top kernel: blocks per SM the register use allows",
+    "ncu.occupancy_limit_shared_mem": "top kernel: blocks per SM the shared memory use allows",
+    "ncu.occupancy_limit_warps": "top kernel: blocks per SM the warp count allows",
+    "ncu.occupancy_limit_blocks": "top kernel: blocks per SM the hardware block limit allows",
+    "ncu.sm_active_cycles": "top kernel: cycles an SM sub-partition was active",
+    "ncu.stall.<reason>": "top kernel: cycles per issued instruction warps spent stalled on <reason>",
 }
 
 
@@ -71,6 +96,8 @@ def describe(name: str) -> str:
     if name in METRIC_DOCS:
         return METRIC_DOCS[name]
     parts = name.split(".")
+    if len(parts) == 3 and parts[:2] == ["ncu", "stall"]:
+        return METRIC_DOCS["ncu.stall.<reason>"].replace("<reason>", parts[2])
     if len(parts) == 4 and parts[:2] == ["kernels", "category"]:
         return METRIC_DOCS.get(f"kernels.category.<cat>.{parts[3]}", "").replace("<cat>", parts[2])
     return ""

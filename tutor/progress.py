@@ -105,6 +105,13 @@ class Progress:
                                                    order_by="created_at desc, id desc", limit=1))
         return rows[0] if rows else None
 
+    def latest_profiles(self, puzzle: str, workload: str) -> list[dict]:
+        """The newest profile of `workload` from each profiler (torch, ncu, ...)."""
+        return list(self.db.query(
+            "select * from profiles p where puzzle = ? and workload = ? and id = ("
+            " select id from profiles q where q.puzzle = p.puzzle and q.workload = p.workload"
+            " and q.profiler = p.profiler order by created_at desc, id desc limit 1)", [puzzle, workload]))
+
     def attempts(self, puzzle: str | None = None) -> list[dict]:
         where, args = ("puzzle = ?", [puzzle]) if puzzle else (None, [])
         return list(self.db["attempts"].rows_where(where, args, order_by="created_at, id"))

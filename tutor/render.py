@@ -64,7 +64,7 @@ def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
     values.add_column("value", justify="right")
     values.add_column("meaning", style="dim")
     for name, value in sorted(m.values.items()):
-        values.add_row(name, f"{value:.4g}", describe(name))
+        values.add_row(name, f"{value:.6g}", describe(name))  # as written in answer.toml
     parts = [values]
     if m.kernels:
         kernels = Table(title=f"Top kernels ({m.device})", title_justify="left")

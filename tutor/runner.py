@@ -66,8 +66,10 @@ def output_tail(log: Path, max_chars: int = 3000) -> str:
 class HarnessRun:
     """One harness subprocess. Iterate `events()`; `result` holds the final result after."""
 
-    def __init__(self, request: dict, run_dir: Path, timeout_s: float, python: str = sys.executable):
+    def __init__(self, request: dict, run_dir: Path, timeout_s: float, python: str = sys.executable,
+                 wrapper: tuple[str, ...] = ()):
         self.request, self.run_dir, self.timeout_s, self.python = request, run_dir, timeout_s, python
+        self.wrapper = wrapper  # a profiler that starts the harness itself, e.g. ncu's command line
         self.result: dict | None = None
         self._proc: subprocess.Popen | None = None
         self._cancelled = threading.Event()
@@ -99,7 +101,7 @@ class HarnessRun:
         env = {**os.environ, EVENT_FD_ENV: str(write_fd), "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath}
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
-                [self.python, "-m", "tutor.harness", str(request_path)],
+                [*self.wrapper, self.python, "-m", "tutor.harness", str(request_path)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), env=env, start_new_session=True, cwd=self.run_dir,
             )
@@ -175,9 +177,9 @@ class RunFailedEnvironment(RunFailed, EnvironmentProblem):
 
 def run_harness(request: dict, run_dir: Path, timeout_s: float,
                 on_event: Callable[[dict], None] | None = None,
-                register: Callable[[HarnessRun], None] | None = None) -> RunOutcome:
+                register: Callable[[HarnessRun], None] | None = None, wrapper: tuple[str, ...] = ()) -> RunOutcome:
     """Run to completion, passing progress events to `on_event`; `register` receives the run (for cancel)."""
-    run = HarnessRun(request, run_dir, timeout_s)
+    run = HarnessRun(request, run_dir, timeout_s, wrapper=wrapper)
     if register:
         register(run)
     start = time.monotonic()

@@ -79,26 +79,46 @@ def run(request: dict, sink: EventSink) -> dict:
         result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes() - prepared}
     elif request["mode"] == "profile":
         result.update(profile(request, spec, forward, device, sink))
+    elif request["mode"] == "kernels":
+        result.update(kernels(request, spec, forward, device, sink))
     else:
         raise HarnessFailure("bad_request", f"unknown mode {request['mode']!r}")
     return result
 
 
-def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:
-    from tutor.harness.torch_profile import profile_iterations
-
-    name = request["profile"]["workload"]
-    iterations = request["profile"]["iterations"]
-    seed = request["seed"]
+def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:
+    """The inputs to profile, after warm-up calls (compilation, autotuning) outside any profiled range."""
+    name, iterations, seed = request["profile"]["workload"], request["profile"]["iterations"], request["seed"]
     inputs = [call_workload("spec.make_input", spec.make_input, seed + 1 + i, device.name) for i in range(iterations)]
     sink.stage("warmup", name)
     for i in range(request["timing"]["warmup"]):
         forward(name, inputs[i % iterations])
     device.synchronize()
-    sink.stage("profiling", f"{name}: {iterations} iterations")
+    return inputs
+
+
+def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:
+    """One PyTorch-profiler trace of the workload's profiled iterations."""
+    from tutor.harness.torch_profile import profile_iterations
+
+    name = request["profile"]["workload"]
+    inputs = _warm_inputs(request, spec, forward, device, sink)
+    sink.stage("profiling", f"{name}: {len(inputs)} iterations")
     trace = Path(request["profile"]["trace_path"])
-    memory = profile_iterations(lambda i: forward(name, inputs[i]), iterations, trace)
+    memory = profile_iterations(lambda i: forward(name, inputs[i]), len(inputs), trace)
     return {"trace_path": str(trace), "memory": memory, "workload": name}
+
+
+def kernels(request: dict, spec, forward, device, sink: EventSink) -> dict:
+    """The profiled iterations inside the NVTX range Nsight Compute is told to profile."""
+    name = request["profile"]["workload"]
+    inputs = _warm_inputs(request, spec, forward, device, sink)
+    sink.stage("profiling", f"{name}: {len(inputs)} iterations under Nsight Compute (each kernel is replayed)")
+    with device.range("kernels"):
+        for x in inputs:
+            forward(name, x)
+        device.synchronize()
+    return {"workload": name}
 
 
 if __name__ == "__main__":

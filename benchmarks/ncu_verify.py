@@ -1,0 +1,48 @@
+"""Profile a puzzle's baseline and reference under Nsight Compute through the tutor, and keep the CSVs.
+
+    python benchmarks/ncu_verify.py puzzle1 [--out DIR]
+
+Prints the top kernels and the `ncu.*` metrics a learner would cite; copies each run's
+ncu.csv to DIR (fixtures for the CPU tests of tutor/profilers/ncu.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tutor import actions
+from tutor.catalog import get_puzzle
+from tutor.reference import install_reference
+from tutor.workspace import init_workspace
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("puzzle")
+    parser.add_argument("--out", type=Path, default=Path("."))
+    args = parser.parse_args()
+    puzzle = get_puzzle(args.puzzle)
+    ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-ncu-")) / "ws")
+    torch_profile = actions.profile(ws, puzzle, "baseline")
+    install_reference(ws, puzzle, torch_profile.metrics.values)
+    for which in ("baseline", "mine"):
+        t0 = time.monotonic()
+        outcome = actions.profile(ws, puzzle, which, profiler="ncu")
+        print(f"\n== {puzzle.id} {which} under ncu: {time.monotonic() - t0:.1f} s, report {outcome.trace_path}")
+        for k in outcome.metrics.kernels[:6]:
+            print(f"  {k['count']:3d}x {k['mean_us']:8.2f} us  dram {k.get('dram_throughput_pct', float('nan')):5.1f}%  "
+                  f"sm {k.get('sm_throughput_pct', float('nan')):5.1f}%  occ {k.get('achieved_occupancy_pct', float('nan')):5.1f}%  "
+                  f"regs {k.get('registers_per_thread', float('nan')):4.0f}  {k['name'][:60]}")
+        for name, value in sorted(outcome.metrics.values.items()):
+            print(f"  {name} = {value:.6g}")
+        shutil.copy(outcome.run_dir / "ncu.csv", args.out / f"h100_{puzzle.id}_{which}_ncu.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Nsight Compute backend: parsing real ncu exports from the H100, the command line, a missing ncu.
+
+The CSVs were written by `benchmarks/ncu_verify.py puzzle1` on the H100 (ncu 2025.3.1,
+torch 2.11): the tutor's own `profile puzzle1 --profiler ncu` on the fp8 baseline and on
+the reference solution (Triton fp8 GEMV in a CUDA graph).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tutor import actions
+from tutor.catalog import get_puzzle
+from tutor.errors import EnvironmentProblem
+from tutor.metrics import describe
+from tutor.profilers import ncu
+
+FIXTURES = Path(__file__).parent / "fixtures"
+FP8_WEIGHT_BYTES = 4096 * 4096  # one layer
+
+
+@pytest.fixture(scope="module")
+def baseline():
+    return ncu.extract(FIXTURES / "h100_puzzle1_baseline_ncu.csv")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return ncu.extract(FIXTURES / "h100_puzzle1_mine_ncu.csv")
+
+
+def test_baseline_kernels_are_the_dequantisation_passes(baseline):
+    kinds = [k["name"] for k in baseline.kernels]
+    assert baseline.values["ncu.kernels_profiled"] == 40  # 8 layers x 5 kernels, one forward()
+    assert kinds[0] == "at::elementwise_kernel" and any(k.startswith("nvjet") for k in kinds)
+    assert all(k["count"] == 8 for k in baseline.kernels)
+    # Durations come in µs (ncu's unit row is read, not assumed): tens of µs per pass.
+    assert 40 < baseline.values["ncu.duration_us"] < 80
+
+
+def test_reference_gemv_reads_each_fp8_weight_byte_once(reference):
+    [gemv] = reference.kernels
+    assert gemv["name"] == "_fp8_gemv_kernel" and gemv["count"] == 8
+    v = reference.values
+    assert v["ncu.dram_bytes"] == pytest.approx(FP8_WEIGHT_BYTES, rel=0.02)
+    # 1024 blocks of 128 threads on 132 SMs: less than one wave, held back by registers.
+    assert v["ncu.grid_size"] == 1024 and v["ncu.waves_per_sm"] < 1
+    assert v["ncu.registers_per_thread"] == 50
+    assert v["ncu.occupancy_limit_registers"] < v["ncu.occupancy_limit_warps"]
+    assert v["ncu.achieved_occupancy_pct"] <= v["ncu.theoretical_occupancy_pct"]
+
+
+def test_stall_reasons_and_every_value_are_documented(baseline, reference):
+    for metrics in (baseline, reference):
+        assert max(metrics.values[k] for k in metrics.values if k.startswith("ncu.stall.")) \
+            == metrics.values["ncu.stall.long_scoreboard"]  # memory-bound: waiting on global loads
+        assert all(describe(name) for name in metrics.values), [n for n in metrics.values if not describe(n)]
+
+
+def test_profile_command_filters_to_the_profiled_range(tmp_path):
+    cmd = ncu.profile_command("/opt/ncu", tmp_path / "profile")
+    assert cmd[0] == "/opt/ncu"
+    assert cmd[cmd.index("--nvtx-include") + 1] == "infprof.kernels/"
+    assert cmd[cmd.index("--clock-control") + 1] == "none"
+    assert cmd[cmd.index("--export") + 1] == str(tmp_path / "profile")
+    assert {cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"} >= {"SpeedOfLight", "Occupancy", "LaunchStats"}
+
+
+def test_missing_ncu_says_how_to_install(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(ncu, "SEARCH", ())
+    with pytest.raises(EnvironmentProblem) as e:
+        ncu.find_ncu()
+    assert "Nsight Compute" in e.value.message and "developer.nvidia.com" in e.value.advice
+
+
+def test_empty_export_is_a_clear_error(tmp_path):
+    csv = tmp_path / "ncu.csv"
+    lines = (FIXTURES / "h100_puzzle1_mine_ncu.csv").read_text().splitlines()
+    csv.write_text("\n".join(lines[:2]) + "\n")  # header and units, no kernel
+    with pytest.raises(Exception, match="profiled no kernels"):
+        ncu.extract(csv)
+
+
+@pytest.mark.gpu
+def test_profile_under_ncu_end_to_end(workspace):
+    try:
+        ncu.find_ncu()
+    except EnvironmentProblem:
+        pytest.skip("ncu is not installed")
+    outcome = actions.profile(workspace, get_puzzle("puzzle1"), "baseline", profiler="ncu")
+    print({k: v for k, v in outcome.metrics.values.items() if not k.startswith("ncu.stall")})
+    assert outcome.trace_path.suffix == ".ncu-rep" and outcome.trace_path.exists()
+    assert outcome.metrics.values["ncu.kernels_profiled"] == 40

@@ -1,0 +1,146 @@
+"""Nsight Compute: run the harness under `ncu`, then read its raw CSV page into ProfileMetrics.
+
+Only kernels inside the NVTX range `infprof.kernels` are profiled (the harness
+opens it around the measured calls, after warm-up), so compilation, autotuning
+and warm-up launches are never replayed. Clocks are left alone (`--clock-control
+none`): the GPU runs at the clocks the timing runs see. Caches are flushed
+between replay passes (`--cache-control all`), so every kernel starts cold,
+as in the timing runs.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import subprocess
+from pathlib import Path
+
+from tutor.errors import EnvironmentProblem, TutorError
+from tutor.metrics import ProfileMetrics
+
+NVTX_RANGE = "infprof.kernels"
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats",
+            "ComputeWorkloadAnalysis")
+MAX_KERNELS = 200  # replaying every kernel ~40 times: keeps a profile within minutes
+SEARCH = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/NVIDIA-Nsight-Compute*/ncu")
+INSTALL = ("Install Nsight Compute (it ships with the CUDA toolkit, or from "
+           "https://developer.nvidia.com/nsight-compute) and put `ncu` on PATH; "
+           "reading hardware counters may also need root or "
+           "`NVreg_RestrictProfilingToAdminUsers=0` (see NVIDIA's ERR_NVGPUCTRPERM page).")
+
+# Raw CSV column -> our short name. Each becomes ncu.<short> (top kernel) and a kernel-table column.
+METRICS = {
+    "gpu__time_duration.sum": "duration_us",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory_throughput_pct",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
+    "dram__bytes.sum.per_second": "dram_gbps",
+    "lts__t_sector_hit_rate.pct": "l2_hit_rate_pct",
+    "l1tex__t_sector_hit_rate.pct": "l1_hit_rate_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+    "sm__maximum_warps_per_active_cycle_pct": "theoretical_occupancy_pct",
+    "launch__registers_per_thread": "registers_per_thread",
+    "launch__grid_size": "grid_size",
+    "launch__block_size": "block_size",
+    "launch__waves_per_multiprocessor": "waves_per_sm",
+    "launch__shared_mem_per_block_static": "static_shared_bytes",
+    "launch__shared_mem_per_block_dynamic": "dynamic_shared_bytes",
+    "launch__occupancy_limit_registers": "occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem": "occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps": "occupancy_limit_warps",
+    "launch__occupancy_limit_blocks": "occupancy_limit_blocks",
+    "smsp__cycles_active.avg": "sm_active_cycles",
+}
+# Units ncu may report a metric in -> factor to ours: µs for time, bytes for sizes, GB/s for rates.
+UNIT_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6,
+              "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9,
+              "byte/s": 1e-9, "Kbyte/s": 1e-6, "Mbyte/s": 1e-3, "Gbyte/s": 1.0, "Tbyte/s": 1e3}
+DERIVED = ("dram_bytes",)
+STALL_PREFIX = "smsp__average_warps_issue_stalled_"
+STALL_SUFFIX = "_per_issue_active.ratio"
+
+
+def find_ncu() -> str:
+    found = shutil.which("ncu") or next((p for pat in SEARCH for p in sorted(glob.glob(pat))), None)
+    if not found:
+        raise EnvironmentProblem("Nsight Compute (ncu) is not installed on this machine.", INSTALL)
+    return found
+
+
+def profile_command(ncu: str, report_base: Path, max_kernels: int = MAX_KERNELS) -> list[str]:
+    """The prefix that runs the harness under ncu, writing <report_base>.ncu-rep."""
+    cmd = [ncu, "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--clock-control", "none",
+           "--cache-control", "all", "--replay-mode", "kernel", "--launch-count", str(max_kernels),
+           "--target-processes", "all", "--force-overwrite", "--export", str(report_base)]
+    for section in SECTIONS:
+        cmd += ["--section", section]
+    return cmd
+
+
+def export_csv(ncu: str, report: Path, csv_path: Path, timeout_s: float = 300) -> None:
+    """The report's raw page as CSV (one row per profiled kernel, every collected metric)."""
+    done = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw"],
+                          capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise TutorError(f"ncu could not read back {report.name}: {done.stderr.strip()[-500:]}",
+                         "Open the report in Nsight Compute to see what it holds.")
+    csv_path.write_text(done.stdout)
+
+
+def extract(csv_path: Path) -> ProfileMetrics:
+    """Kernel table and the top kernel's metrics from an `ncu --csv --page raw` export."""
+    import pandas as pd
+
+    raw = pd.read_csv(csv_path, dtype=str, keep_default_na=False, comment=None)
+    raw = raw[~raw["ID"].astype(str).str.startswith("==")]  # ncu's own log lines, if any slipped in
+    units, rows = raw.iloc[0], raw.iloc[1:]  # the first row under the header holds each column's unit
+    if rows.empty:
+        raise TutorError("Nsight Compute profiled no kernels.",
+                         f"Was any kernel launched inside the NVTX range {NVTX_RANGE}? "
+                         "Profiling needs hardware counters: see `ncu --query-metrics`.")
+    table = pd.DataFrame({"name": rows["Kernel Name"].map(_short_name), "full_name": rows["Kernel Name"]})
+    for column, short in METRICS.items():
+        if column in rows:
+            scale = UNIT_SCALE.get(str(units[column]).strip(), 1.0)
+            table[short] = _numbers(rows[column]) * scale
+    if {"dram_gbps", "duration_us"} <= set(table.columns):
+        table["dram_bytes"] = table["dram_gbps"] * 1e3 * table["duration_us"]  # GB/s x µs = kB
+    # Warp stall reasons (cycles per issued instruction): the "why is it waiting" of a kernel.
+    for column in rows.columns:
+        if column.startswith(STALL_PREFIX) and column.endswith(STALL_SUFFIX):
+            table["stall." + column.removeprefix(STALL_PREFIX).removesuffix(STALL_SUFFIX)] = _numbers(rows[column])
+    return _metrics(table)
+
+
+def _metrics(table) -> ProfileMetrics:
+    """One row per kernel name; `values` describe the kernel with the most GPU time."""
+    import pandas as pd
+
+    by_name = table.groupby(["name", "full_name"], sort=False)
+    kernels = by_name.agg("first")  # configs of one kernel name agree; take the first launch's
+    kernels["count"] = by_name.size()
+    kernels["total_us"] = by_name["duration_us"].sum()
+    kernels["mean_us"] = kernels["total_us"] / kernels["count"]
+    kernels["share"] = kernels["total_us"] / kernels["total_us"].sum()
+    kernels = kernels.reset_index().sort_values("total_us", ascending=False)
+    top = kernels.iloc[0]
+    values = {"ncu.kernels_profiled": float(len(table)), "ncu.total_us": float(table["duration_us"].sum()),
+              "ncu.duration_us": float(top["mean_us"])}
+    for column in kernels.columns:
+        if (column in METRICS.values() or column in DERIVED or column.startswith("stall.")) and column != "duration_us":
+            if pd.notna(top[column]):
+                values[f"ncu.{column}"] = float(top[column])
+    records = kernels.drop(columns=["duration_us"]).to_dict("records")
+    return ProfileMetrics(values=values, kernels=records, profiler="ncu", device="cuda")
+
+
+def _numbers(column):
+    import pandas as pd
+
+    return pd.to_numeric(column.str.replace(",", "", regex=False), errors="coerce")
+
+
+def _short_name(full: str) -> str:
+    """`void ns::kernel<...>(args)` -> `ns::kernel`: readable, still unique enough to group by."""
+    name = full.split("(")[0].split("<")[0].strip()
+    return name.removeprefix("void ").strip() or full
