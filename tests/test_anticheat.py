@@ -47,3 +47,54 @@ def test_graph_reading_freed_weights_is_caught(workspace):
     print("graph on freed weights:", correctness.summary, correctness.details[:1])
     assert not correctness.passed and not verdict.passed and verdict.tier == ""
     assert "NaN" in correctness.details[0]
+
+
+CUDA_SPEC = '''
+import torch
+def make_weights(seed, device):
+    g = torch.Generator(device=device).manual_seed(seed)
+    return {"w": torch.randn(4096, 4096, generator=g, device=device, dtype=torch.bfloat16) / 64}
+def make_input(seed, device):
+    g = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(4096, 4096, generator=g, device=device, dtype=torch.bfloat16)
+'''
+CHAIN = '''
+import torch
+def prepare(weights, device):
+    return weights["w"]
+def chain(w, x):
+    for _ in range(8):
+        x = x @ w
+    return x
+def forward(w, x):
+    return chain(w, x)
+'''
+# The same work queued on a side stream that is never joined back to the timed stream.
+SIDE_STREAM = CHAIN + '''
+side = None
+def forward(w, x):
+    global side
+    side = side or torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        return chain(w, x)
+'''
+
+
+@pytest.mark.gpu
+def test_work_hidden_on_a_side_stream_is_timed(tmp_path):
+    from tutor.runner import run_harness
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for name, src in {"spec": CUDA_SPEC, "baseline": CHAIN, "mine": SIDE_STREAM}.items():
+        (folder / f"{name}.py").write_text(src)
+    request = {"mode": "check", "device": "cuda", "seed": 7, "spec": str(folder / "spec.py"),
+               "workloads": {n: str(folder / f"{n}.py") for n in ("baseline", "mine")},
+               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+               "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 3, "rounds": 15}}
+    result = run_harness(request, tmp_path / "run", 300).result
+    median = {n: sorted(v)[len(v) // 2] for n, v in result["samples_ms"].items()}
+    print("side stream:", median, result["host_timed_samples"])
+    assert median["mine"] > 0.8 * median["baseline"]
+    assert result["host_timed_samples"].get("mine", 0) >= 12 and not result["host_timed_samples"].get("baseline")

@@ -7,6 +7,11 @@ import time
 
 import torch
 
+# Host time may exceed event time by the sync cost plus this much before it is believed instead:
+# host jitter stays below it, hidden work of any size that matters does not.
+ESCAPE_MIN_MS = 0.02
+ESCAPE_FRACTION = 0.10
+
 
 class Device:
     """Wraps timing, synchronisation and cache flushing for CPU or one CUDA GPU."""
@@ -16,6 +21,9 @@ class Device:
         self.cuda = name == "cuda"
         self._flush = None
         # Only timing needs it; a profile's memory figures should be the workload's alone.
+        # Per workload: samples charged host time, because work ran where CUDA events could not see it.
+        self.escaped: dict[str, int] = {}
+        self._sync_ms = self._calibrate_sync() if self.cuda else 0.0
         if self.cuda and flush_l2:
             # Twice the L2 so every timed call starts from a cold cache (50 MB on the H100).
             l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
@@ -66,21 +74,43 @@ class Device:
         return torch.cuda.nvtx.range(f"infprof.{name}")
 
     def time_call_ms(self, fn, name: str = "call") -> tuple[float, object]:
-        """One timed call from a cold L2 and an idle GPU, so launch latency is inside the number."""
+        """One timed call from a cold L2 and an idle GPU, so launch latency is inside the number.
+
+        CUDA events time the current stream. Work the events cannot see (a side stream
+        not joined back, a thread still launching) is caught by the host clock, which
+        stops only after the whole device is idle: when it runs clearly longer than the
+        events, the host time is the sample.
+        """
         if not self.cuda:
             start = time.perf_counter_ns()
             out = fn()
             return (time.perf_counter_ns() - start) / 1e6, out
         self._flush.zero_()
         torch.cuda.synchronize()
+        event_ms, host_ms, out = self._timed(fn, name)
+        if host_ms - event_ms > self._sync_ms + max(ESCAPE_MIN_MS, ESCAPE_FRACTION * event_ms):
+            self.escaped[name] = self.escaped.get(name, 0) + 1
+            return host_ms - self._sync_ms, out
+        return event_ms, out
+
+    def _timed(self, fn, name: str) -> tuple[float, float, object]:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with self.range(name):
+            host_start = time.perf_counter_ns()
             start.record()
             out = fn()
             end.record()
-        # The whole device, not just the event's stream: side-stream work must finish inside the sample.
-        torch.cuda.synchronize()
-        return start.elapsed_time(end), out
+            torch.cuda.synchronize()  # the whole device, every stream
+            host_ms = (time.perf_counter_ns() - host_start) / 1e6
+        return start.elapsed_time(end), host_ms, out
+
+    def _calibrate_sync(self) -> float:
+        """Host time minus event time of an empty call: the fixed cost of recording and syncing."""
+        gaps = []
+        for _ in range(31):
+            event_ms, host_ms, _ = self._timed(lambda: None, "calibrate")
+            gaps.append(host_ms - event_ms)
+        return sorted(gaps)[len(gaps) // 2]
 
     def describe(self) -> dict:
         info = {"device": self.name, "torch": torch.__version__}
