@@ -44,10 +44,13 @@ def main() -> int:
         v = actions.grade(ws, puzzle)
         wall = time.monotonic() - t0
         rows.append({"run": i + 1, "passed": v.passed, "tier": v.tier, "wall_s": wall, "timings_ms": v.timings_ms,
-                     "speedups": v.speedups, "criteria": {c.name: c.passed for c in v.criteria}})
+                     "speedups": v.speedups, "criteria": {c.name: c.passed for c in v.criteria},
+                     "host_timed": [d for c in v.criteria for d in c.details if "host clock" in d]})
         sp = "  ".join(f"vs {k}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]" for k, s in v.speedups.items())
         ms = "  ".join(f"{k} {t:.4f} ms" for k, t in v.timings_ms.items())
         print(f"run {i + 1}: passed={v.passed} tier={v.tier or '-':6} {sp}  | {ms}  ({wall:.1f} s)", flush=True)
+        for note in rows[-1]["host_timed"]:
+            print(f"    {note}", flush=True)
         for c in v.criteria:
             if not c.passed or i == 0:
                 print(f"    {c.name}: {'pass' if c.passed else 'FAIL'}: {c.summary} {'; '.join(c.details[:4])}", flush=True)
