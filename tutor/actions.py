@@ -159,7 +159,7 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     correctness = check_correctness(puzzle, result["checks"])
     diagnosis = _diagnose(ws, puzzle, progress)
     speedups = speedups_vs(result["samples_ms"])
-    performance, tier = check_performance(puzzle, speedups, result["samples_ms"], result.get("host_timed_samples"))
+    performance, tier = check_performance(puzzle, speedups, result["samples_ms"], result.get("host_timed"))
     rules = puzzle_criteria(puzzle, result)
     # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.
     earned = correctness.passed and all(r.passed for r in rules)

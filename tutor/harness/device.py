@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
 
 import torch
 
-# Host time may exceed event time by the sync cost plus this much before it is believed instead:
-# host jitter stays below it, hidden work of any size that matters does not.
-ESCAPE_MIN_MS = 0.02
-ESCAPE_FRACTION = 0.10
+# A workload's median host time may exceed its median event time (less the sync cost) by this
+# much before the host clock is believed instead: sync wake-up jitter stays below it.
+ESCAPE_MIN_MS = 0.03
+ESCAPE_FRACTION = 0.25
 
 
 class Device:
@@ -21,8 +22,7 @@ class Device:
         self.cuda = name == "cuda"
         self._flush = None
         # Only timing needs it; a profile's memory figures should be the workload's alone.
-        # Per workload: samples charged host time, because work ran where CUDA events could not see it.
-        self.escaped: dict[str, int] = {}
+        self._host_ms: dict[str, list[float]] = {}  # per workload, beside the event samples
         self._sync_ms = self._calibrate_sync() if self.cuda else 0.0
         if self.cuda and flush_l2:
             # Twice the L2 so every timed call starts from a cold cache (50 MB on the H100).
@@ -76,10 +76,8 @@ class Device:
     def time_call_ms(self, fn, name: str = "call") -> tuple[float, object]:
         """One timed call from a cold L2 and an idle GPU, so launch latency is inside the number.
 
-        CUDA events time the current stream. Work the events cannot see (a side stream
-        not joined back, a thread still launching) is caught by the host clock, which
-        stops only after the whole device is idle: when it runs clearly longer than the
-        events, the host time is the sample.
+        CUDA events time the current stream; the host clock, stopped only once the
+        whole device is idle, is kept beside them for `settle` to compare.
         """
         if not self.cuda:
             start = time.perf_counter_ns()
@@ -88,10 +86,27 @@ class Device:
         self._flush.zero_()
         torch.cuda.synchronize()
         event_ms, host_ms, out = self._timed(fn, name)
-        if host_ms - event_ms > self._sync_ms + max(ESCAPE_MIN_MS, ESCAPE_FRACTION * event_ms):
-            self.escaped[name] = self.escaped.get(name, 0) + 1
-            return host_ms - self._sync_ms, out
+        self._host_ms.setdefault(name, []).append(host_ms - self._sync_ms)
         return event_ms, out
+
+    def settle(self, samples_ms: dict[str, list[float]]) -> list[str]:
+        """Replace a workload's event samples by its host samples when the events missed its work.
+
+        Work the events cannot see (a side stream never joined back, launches from another
+        thread) still holds the host clock, which waits for the whole device. Decided per
+        workload on medians, so sync jitter in single samples never flips it. Returns the
+        workloads charged host time.
+        """
+        charged = []
+        for name, host in self._host_ms.items():
+            events = samples_ms.get(name)
+            if not events or len(events) != len(host):
+                continue
+            missed = statistics.median(h - e for h, e in zip(host, events))
+            if missed > max(ESCAPE_MIN_MS, ESCAPE_FRACTION * statistics.median(events)):
+                samples_ms[name] = list(host)
+                charged.append(name)
+        return charged
 
     def _timed(self, fn, name: str) -> tuple[float, float, object]:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

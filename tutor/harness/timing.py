@@ -50,4 +50,5 @@ def check_and_time(request: dict, spec, forward, device, sink) -> dict:
             ms, _ = device.time_call_ms(lambda: forward(name, x), name)
             samples[name].append(ms)
         sink.progress("timing", r + 1, rounds)
-    return {"checks": checks, "samples_ms": samples, "host_timed_samples": device.escaped}
+    charged = device.settle(samples)
+    return {"checks": checks, "samples_ms": samples, "host_timed": charged}
