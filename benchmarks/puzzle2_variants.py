@@ -40,6 +40,18 @@ def bucket_of(bs):
     return next(b for b in BUCKETS if b >= bs)
 
 
+def padded(f, w1, w2):
+    """Serve bs rows by padding the batch up to its bucket: few shapes, so few graphs."""
+    import torch
+
+    def run(x):
+        bs = x.shape[0]
+        b = bucket_of(bs)
+        xp = x if b == bs else torch.cat([x, x.new_zeros(b - bs, *x.shape[1:])])
+        return f(xp, w1, w2)[:bs].clone()
+    return run
+
+
 def build(name):
     import torch
     w1, w2 = weights()
@@ -52,14 +64,7 @@ def build(name):
         f = torch.compile(mlp, mode="reduce-overhead", dynamic=False)
         return lambda x: f(x, w1, w2)
     if name == "static_padded_buckets":
-        f = torch.compile(mlp, mode="reduce-overhead", dynamic=False)
-
-        def run(x):
-            bs = x.shape[0]
-            b = bucket_of(bs)
-            xp = x if b == bs else torch.cat([x, x.new_zeros(b - bs, *x.shape[1:])])
-            return f(xp, w1, w2)[:bs].clone()
-        return run
+        return padded(torch.compile(mlp, mode="reduce-overhead", dynamic=False), w1, w2)
     if name == "compile_default":
         f = torch.compile(mlp)
         return lambda x: f(x, w1, w2)
@@ -67,14 +72,7 @@ def build(name):
         f = torch.compile(mlp, dynamic=True)
         return lambda x: f(x, w1, w2)
     if name == "reduce_overhead_padded_buckets":
-        f = torch.compile(mlp, mode="reduce-overhead")
-
-        def run(x):
-            bs = x.shape[0]
-            b = bucket_of(bs)
-            xp = x if b == bs else torch.cat([x, x.new_zeros(b - bs, *x.shape[1:])])
-            return f(xp, w1, w2)[:bs].clone()
-        return run
+        return padded(torch.compile(mlp, mode="reduce-overhead"), w1, w2)
     if name == "reduce_overhead_dynamic_marked":
         f = torch.compile(mlp, mode="reduce-overhead", dynamic=True)
         return lambda x: f(x, w1, w2)
