@@ -21,9 +21,9 @@ class Device:
         self.name = name
         self.cuda = name == "cuda"
         self._flush = None
-        # Only timing needs it; a profile's memory figures should be the workload's alone.
         self._host_ms: dict[str, list[float]] = {}  # per workload, beside the event samples
         self._sync_ms = self._calibrate_sync() if self.cuda else 0.0
+        # Only timing needs the flush buffer; a profile's memory figures should be the workload's alone.
         if self.cuda and flush_l2:
             # Twice the L2 so every timed call starts from a cold cache (50 MB on the H100).
             l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
