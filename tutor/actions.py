@@ -130,7 +130,20 @@ def _profile_ncu(request: dict, run_dir: Path, puzzle: Puzzle, on_event, registe
     return ncu.extract(csv_path), report
 
 
-PROFILERS = {"torch": _profile_torch, "ncu": _profile_ncu}
+def _profile_nsys(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
+    from tutor.profilers import nsys_run, nsys_sqlite
+
+    binary = nsys_run.find_nsys()
+    request["mode"] = "timeline"
+    # Tracing costs little per call, but nsys starts slowly and writes its report after the run.
+    run_harness(request, run_dir, puzzle.timing.timeout_s * 2, on_event, register,
+                wrapper=tuple(nsys_run.profile_command(binary, run_dir)))
+    _extracting(on_event, "exporting the Nsight Systems report to SQLite")
+    exported = nsys_run.export_sqlite(binary, run_dir)
+    return nsys_sqlite.extract(exported), nsys_run.report_path(run_dir)
+
+
+PROFILERS = {"torch": _profile_torch, "ncu": _profile_ncu, "nsys": _profile_nsys}
 
 
 def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
@@ -181,7 +194,11 @@ def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:
         return Criterion("diagnosis", False, e.message, [e.advice])
     # Evidence may come from any profiler the learner ran: each one's newest baseline profile.
     rows = progress.latest_profiles(puzzle.id, "baseline")
-    values = {k: v for row in rows for k, v in ProfileMetrics.from_json(row["metrics_json"]).values.items()}
+    # The torch and nsys timelines share metric names: a value cited from either profile counts.
+    values: dict[str, list[float]] = {}
+    for row in rows:
+        for name, value in ProfileMetrics.from_json(row["metrics_json"]).values.items():
+            values.setdefault(name, []).append(value)
     return check_diagnosis(puzzle, answer, values if rows else None)
 
 

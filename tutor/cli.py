@@ -80,8 +80,8 @@ def cmd_profile(args) -> int:
         raise TutorError(f"{p.id} is profiled with {', '.join(p.profilers)}, not {args.profiler}.")
     outcome = actions.profile(ws, p, args.which, _progress_printer(), profiler=args.profiler)
     console.print(metrics_view(outcome.metrics))
-    opener = ("Open it in Nsight Compute: ncu-ui" if args.profiler == "ncu"
-              else "Open it at https://ui.perfetto.dev (Open trace file).")
+    opener = {"ncu": "Open it in Nsight Compute: ncu-ui", "nsys": "Open it in Nsight Systems: nsys-ui"}.get(
+        args.profiler, "Open it at https://ui.perfetto.dev (Open trace file).")
     console.print(f"Report: {outcome.trace_path}\n{opener}", highlight=False)
     return 0
 
@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("puzzle")
         p.set_defaults(func=func)
         if name == "profile":
-            p.add_argument("--profiler", default="torch", choices=["torch", "ncu"])
+            p.add_argument("--profiler", default="torch", choices=["torch", "ncu", "nsys"])
             p.add_argument("--which", default="baseline", choices=["baseline", "mine"])
     return parser
 

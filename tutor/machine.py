@@ -136,7 +136,8 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
     if missing:
         blockers.append(Blocker("missing package", f"Not installed: {', '.join(missing)}. Install the GPU extras: "
                                 "pip install -e '.[gpu]'."))
-    for profiler in puzzle.profilers:
+    # Only the first profiler is needed to solve a puzzle; the others are further views of it.
+    for profiler in puzzle.profilers[:1]:
         kind, name = PROFILER_NEEDS.get(profiler, ("program", profiler))
         found = _has_module(name) if kind == "module" else shutil.which(name) is not None
         if not found and not (kind == "module" and name == "torch" and not m.torch_installed):

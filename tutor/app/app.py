@@ -15,13 +15,14 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 
+from tutor.app.settings import load_settings, save_setting
 from tutor.catalog import Puzzle, all_puzzles
 from tutor.machine import Machine
 from tutor.workspace import DEFAULT_NAME, Workspace
 
 
 class InfprofApp(App[int]):
-    """One workspace, every puzzle in the catalog."""
+    """One workspace, every puzzle in the catalog; the theme picked in the palette is remembered."""
 
     TITLE = "infprof-tutor"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses (tests, benchmarks) live elsewhere
@@ -41,8 +42,12 @@ class InfprofApp(App[int]):
         self.new_workspace_dir = new_workspace_dir or Path.cwd() / DEFAULT_NAME
         self._given_machine = machine
         self.puzzles: dict[str, Puzzle] = all_puzzles()
+        remembered = load_settings().get("theme")
+        if remembered in self.available_themes:
+            self.theme = remembered
 
     def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
         if self._given_machine is not None:
             self.machine = self._given_machine
         else:

@@ -22,7 +22,9 @@ def value_matches(cited: float, measured: float) -> bool:
     return math.isclose(cited, measured, rel_tol=REL_TOLERANCE, abs_tol=ABS_TOLERANCE)
 
 
-def check_diagnosis(puzzle: Puzzle, answer: Answer, profile_values: dict[str, float] | None) -> Criterion:
+def check_diagnosis(puzzle: Puzzle, answer: Answer,
+                    profile_values: dict[str, float | list[float]] | None) -> Criterion:
+    """`profile_values` maps a metric to its value, or to its values in each profiler's profile (any may match)."""
     details: list[str] = []
     known = bottlenecks()
     named = answer.bottleneck
@@ -49,8 +51,10 @@ def check_diagnosis(puzzle: Puzzle, answer: Answer, profile_values: dict[str, fl
             details.append(f"evidence {ev.metric}: not a metric of your baseline profile.")
             continue
         measured = profile_values[ev.metric]
-        if not value_matches(ev.value, measured):
-            details.append(f"evidence {ev.metric} = {ev.value:g}: your profile shows {measured:.4g}.")
+        measured = measured if isinstance(measured, list) else [measured]
+        if not any(value_matches(ev.value, m) for m in measured):
+            shown = " or ".join(f"{m:.4g}" for m in measured)
+            details.append(f"evidence {ev.metric} = {ev.value:g}: your profile shows {shown}.")
             continue
         backed += 1
         if any(fnmatch.fnmatchcase(ev.metric, pat) for pat in puzzle.diagnosis.relevant_metrics):

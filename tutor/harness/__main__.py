@@ -8,6 +8,8 @@ computed by the tutor.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import random
 import sys
@@ -79,7 +81,7 @@ def run(request: dict, sink: EventSink) -> dict:
         result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes() - prepared}
     elif request["mode"] == "profile":
         result.update(profile(request, spec, forward, device, sink))
-    elif request["mode"] == "kernels":
+    elif request["mode"] in ("kernels", "timeline"):
         result.update(kernels(request, spec, forward, device, sink))
     else:
         raise HarnessFailure("bad_request", f"unknown mode {request['mode']!r}")
@@ -110,13 +112,20 @@ def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:
 
 
 def kernels(request: dict, spec, forward, device, sink: EventSink) -> dict:
-    """The profiled iterations inside the NVTX range Nsight Compute is told to profile."""
+    """The profiled iterations inside the NVTX range the Nsight tool is told to read.
+
+    Nsight Compute filters on `infprof.kernels`; an Nsight Systems timeline
+    also needs one `infprof.iter` range per forward() to count iterations by.
+    """
     name = request["profile"]["workload"]
+    timeline = request["mode"] == "timeline"
     inputs = _warm_inputs(request, spec, forward, device, sink)
-    sink.stage("profiling", f"{name}: {len(inputs)} iterations under Nsight Compute (each kernel is replayed)")
+    tool = "Nsight Systems" if timeline else "Nsight Compute (each kernel is replayed)"
+    sink.stage("profiling", f"{name}: {len(inputs)} iterations under {tool}")
     with device.range("kernels"):
         for x in inputs:
-            forward(name, x)
+            with device.range("iter") if timeline else contextlib.nullcontext():
+                forward(name, x)
         device.synchronize()
     return {"workload": name}
 

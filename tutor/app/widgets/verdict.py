@@ -10,6 +10,11 @@ from textual.widgets import Static
 from tutor.app.formatting import speedup
 from tutor.grading.verdict import Criterion, Verdict
 
+MARK_WIDTH = len("✓ PASS ")
+# Puzzles add criteria of their own (graders/): the name column fits the longest name up to this,
+# so the reasons keep at least ~half of an 80-column screen; a longer name wraps.
+MAX_NAME_WIDTH = 30
+
 
 def verdict_title(v: Verdict) -> str:
     name, first = next(iter(v.speedups.items()), (None, None))
@@ -20,14 +25,16 @@ def verdict_title(v: Verdict) -> str:
 class CriterionRow(Horizontal):
     """`✓ PASS name` on the left, the summary (and details) beside it, wrapped under itself."""
 
-    def __init__(self, criterion: Criterion, details: bool) -> None:
+    def __init__(self, criterion: Criterion, details: bool, name_width: int) -> None:
         super().__init__(classes="-pass" if criterion.passed else "-fail")
-        self.criterion, self.details = criterion, details
+        self.criterion, self.details, self.name_width = criterion, details, name_width
 
     def compose(self) -> ComposeResult:
         c = self.criterion
         mark = Content.styled("✓ PASS", "bold $text-success") if c.passed else Content.styled("✗ FAIL", "bold $text-error")
-        yield Static(Content.assemble(mark, " ", (c.name, "bold")), classes="criterion-name")
+        name = Static(Content.assemble(mark, " ", (c.name, "bold")), classes="criterion-name")
+        name.styles.width = self.name_width
+        yield name
         body = [Content(c.summary)]
         if self.details:
             body += [Content.styled(d, "$foreground-muted") for d in c.details]
@@ -35,12 +42,12 @@ class CriterionRow(Horizontal):
 
 
 class VerdictView(Vertical):
-    """Empty until `show(verdict)`; `details=False` keeps one line of reason per criterion."""
+    """Empty until `show(verdict)`; any number of criteria, by any names; `details=False` keeps one reason each."""
 
     DEFAULT_CSS = """
     VerdictView { height: auto; }
     CriterionRow { height: auto; }
-    CriterionRow .criterion-name { width: 20; }
+    CriterionRow .criterion-name { padding-right: 1; }
     CriterionRow .criterion-text { width: 1fr; }
     VerdictView .next-hint { color: $text-accent; }
     """
@@ -53,7 +60,9 @@ class VerdictView(Vertical):
         self.remove_children()
         if v is None:
             return
-        rows: list = [CriterionRow(c, self.details) for c in v.criteria]
+        # + 2: a gap of two cells before the reasons (one of them the name's padding, kept when a name wraps)
+        width = min(max((len(c.name) for c in v.criteria), default=0) + MARK_WIDTH + 2, MAX_NAME_WIDTH)
+        rows: list = [CriterionRow(c, self.details, width) for c in v.criteria]
         if v.next_hint:
             rows.append(Static("A hint is available: press h on the puzzle.", classes="next-hint"))
         self.mount_all(rows)
