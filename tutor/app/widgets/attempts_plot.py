@@ -51,8 +51,9 @@ class AttemptsPlot(Vertical):
         tiers = [t for t in puzzle.tiers if t.vs == vs]
         for tier in tiers:
             plt.hline(tier.min_speedup)
-        # The tier lines are the ticks, so each line says which tier it is.
-        plt.yticks([1.0, *(t.min_speedup for t in tiers)], ["1x", *(f"{t.name} {t.min_speedup:g}x" for t in tiers)])
+        # The tier lines are the only ticks, so each line says which tier it is (a "1x" tick would share
+        # a row with a low tier in a short plot, and plotext picks either label at random).
+        plt.yticks([t.min_speedup for t in tiers], [f"{t.name} {t.min_speedup:g}x" for t in tiers])
         plt.title(f"speed-up vs {vs} per attempt")
         if len(x) <= 12:
             plt.xticks(x)
