@@ -160,6 +160,8 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     run_dir = _new_run_dir(ws, puzzle, "grade")
     try:
         result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
+        if puzzle.memory_run:
+            result["memory_run"] = _serve_for_memory(ws, puzzle, run_dir / "memory", on_event, register)
     except RunFailed as failure:
         if not isinstance(failure, EnvironmentProblem) and failure.kind != "cancelled":
             # A crash, hang or OOM is still an attempt: it stays in the learner's history.
@@ -185,6 +187,15 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     progress.record_attempt(puzzle.id, hash_before, verdict.passed, verdict.tier, headline.median, headline.low,
                             verdict.to_dict(), run_dir)
     return verdict
+
+
+def _serve_for_memory(ws: Workspace, puzzle: Puzzle, run_dir: Path, on_event, register) -> dict:
+    """The learner's workload alone in a fresh process, serving every input shape: its memory facts.
+
+    Alone, because graph pools and cached blocks of the other workloads would blur its figures.
+    """
+    request = _base_request(ws, puzzle, "memory", ["mine"])
+    return run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result["memory"]
 
 
 def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:

@@ -74,6 +74,7 @@ class Puzzle:
     hints: tuple[str, ...] = ()
     profilers: tuple[str, ...] = ("torch",)
     grader: str = ""  # optional module under graders/ with extra checks
+    memory_run: bool = False  # grade also serves the learner's workload alone and reports its GPU memory
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -128,6 +129,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             hints=tuple(meta.get("hints", ())),
             profilers=tuple(meta.get("profilers", ("torch",))),
             grader=meta.get("grader", ""),
+            memory_run=bool(meta.get("memory_run", False)),
             extra=meta.get("extra", {}),
         )
     except (KeyError, TypeError, ValueError) as e:

@@ -34,6 +34,10 @@ METRIC_DOCS: dict[str, str] = {
     "graphs.replays_per_iter": "CUDA graph launches per forward()",
     "memory.peak_allocated_mb": "peak memory held by tensors",
     "memory.peak_reserved_mb": "peak memory reserved by the caching allocator",
+    "memory.reserved_mb": "memory the caching allocator holds after warm-up and profiling",
+    "memory.graph_pool_mb": "memory held in CUDA graphs' private pools",
+    "graphs.captured": "CUDA graphs captured since the workload loaded (warm-up included)",
+    "compile.graphs": "graphs torch.compile compiled since the workload loaded (1 + recompiles)",
     # Nsight Compute: the kernel with the most GPU time in the profiled range.
     "ncu.kernels_profiled": "kernel launches Nsight Compute profiled",
     "ncu.total_us": "summed duration of the profiled kernels",

@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 
 from tutor.harness.events import EventSink
-from tutor.harness.loading import HarnessFailure, call_workload, load_module
+from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
 
 WORKLOAD_API = ("prepare", "forward")
 SPEC_API = ("make_weights", "make_input")
@@ -46,6 +46,7 @@ def run(request: dict, sink: EventSink) -> dict:
     import torch
 
     from tutor.harness.device import Device
+    from tutor.harness.memory_facts import CaptureCounter, memory_facts
 
     if request["device"] == "cuda" and not torch.cuda.is_available():
         raise HarnessFailure("no_gpu", "this puzzle needs a CUDA GPU, and torch sees none "
@@ -53,6 +54,8 @@ def run(request: dict, sink: EventSink) -> dict:
     if request["device"] == "cpu":
         torch.set_num_threads(1)  # CPU puzzles time one thread, so speedups compare across machines
     device = Device(request["device"], flush_l2=request["mode"] == "check")
+    # Before any workload loads, so every capture is counted, torch.compile's included.
+    captures = CaptureCounter() if device.cuda else None
     torch.manual_seed(request["seed"])
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
     names = request["prepare"]
@@ -81,6 +84,11 @@ def run(request: dict, sink: EventSink) -> dict:
         result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes() - prepared}
     elif request["mode"] == "profile":
         result.update(profile(request, spec, forward, device, sink))
+        if device.cuda:
+            for key, value in memory_facts(captures).items():  # the profiled window's peaks stay
+                result["memory"].setdefault(key, value)
+    elif request["mode"] == "memory":
+        result.update(serve_for_memory(request, spec, forward, device, sink, captures))
     elif request["mode"] in ("kernels", "timeline"):
         result.update(kernels(request, spec, forward, device, sink))
     else:
@@ -92,11 +100,28 @@ def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:
     """The inputs to profile, after warm-up calls (compilation, autotuning) outside any profiled range."""
     name, iterations, seed = request["profile"]["workload"], request["profile"]["iterations"], request["seed"]
     inputs = [call_workload("spec.make_input", spec.make_input, seed + 1 + i, device.name) for i in range(iterations)]
+    warm = warmup_inputs(spec, seed + 7, device.name)
     sink.stage("warmup", name)
-    for i in range(request["timing"]["warmup"]):
-        forward(name, inputs[i % iterations])
+    for i in range(max(request["timing"]["warmup"], len(warm))):
+        forward(name, warm[i % len(warm)])
+    for x in inputs:  # each profiled input once, so nothing is first seen inside the profile
+        forward(name, x)
     device.synchronize()
     return inputs
+
+
+def serve_for_memory(request: dict, spec, forward, device, sink: EventSink, captures) -> dict:
+    """Serve the warm-up inputs (every shape the puzzle uses) twice, then say what memory that took."""
+    from tutor.harness.memory_facts import memory_facts
+
+    name = request["prepare"][0]
+    inputs = warmup_inputs(spec, request["seed"], device.name)
+    sink.stage("serving", f"{name}: {len(inputs)} inputs, twice, for its memory")
+    for _ in range(2):
+        for x in inputs:
+            forward(name, x)
+    device.synchronize()
+    return {"workload": name, "memory": memory_facts(captures) if device.cuda else {}}
 
 
 def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:

@@ -51,3 +51,11 @@ def _is_oom(e: Exception) -> bool:
     # CUDA says "out of memory"; torch's CPU allocator says "can't allocate memory".
     return type(e).__name__ == "OutOfMemoryError" or any(
         words in text for words in ("out of memory", "can't allocate memory", "cannot allocate memory"))
+
+
+def warmup_inputs(spec, seed: int, device_name: str) -> list:
+    """What warm-up serves: the spec's own list if it has one (say, every batch size a server will
+    see, so graphs and compiles happen before anything is timed), else one fresh input."""
+    if callable(getattr(spec, "warmup_inputs", None)):
+        return list(call_workload("spec.warmup_inputs", spec.warmup_inputs, seed, device_name))
+    return [call_workload("spec.make_input", spec.make_input, seed, device_name)]

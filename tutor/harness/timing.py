@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 from tutor.harness.checks import compare
-from tutor.harness.loading import call_workload
+from tutor.harness.loading import call_workload, warmup_inputs
 
 
 def check_and_time(request: dict, spec, forward, device, sink) -> dict:
@@ -21,12 +21,13 @@ def check_and_time(request: dict, spec, forward, device, sink) -> dict:
         return call_workload("spec.make_input", spec.make_input, k, device.name)
 
     sink.stage("warmup", "compiling and warming up")
-    warm_x = make_input(seed + 7)
+    warm = warmup_inputs(spec, seed + 7, device.name)
+    rounds_of_warmup = max(timing["warmup"], len(warm))
     with device.range("warmup"):
-        for i in range(timing["warmup"]):
+        for i in range(rounds_of_warmup):
             for name in names:
-                forward(name, warm_x)
-            sink.progress("warmup", i + 1, timing["warmup"])
+                forward(name, warm[i % len(warm)])
+            sink.progress("warmup", i + 1, rounds_of_warmup)
     device.synchronize()
 
     # Inputs the workloads have never seen, drawn from the grade-time seed.

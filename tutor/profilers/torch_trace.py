@@ -48,8 +48,9 @@ KERNEL_CATEGORIES: tuple[tuple[str, re.Pattern], ...] = tuple(
         ("comm", r"nccl"),
         ("gemm", r"gemm|gemv|cutlass|xmma|nvjet|cublas|matmul"),
         ("reduction", r"reduce|softmax|norm"),
-        ("copy", r"copy|catarray|transpose"),
-        ("elementwise", r"elementwise|vectorized|unrolled|fill"),
+        ("copy", r"copy|catarray|transpose|memcpy\d"),
+        # multi_tensor_apply: foreach ops (_foreach_copy_ is how cudagraph trees refill static inputs)
+        ("elementwise", r"elementwise|vectorized|unrolled|fill|multi_tensor_apply"),
     ))
 EVENT_CATEGORY = {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -85,6 +86,17 @@ _TRACE_DECODER = msgspec.json.Decoder(_Trace | list[_Event])  # a trace may also
 _NO_ARGS = _Args()
 
 
+# What the harness reports about memory beside the trace (tutor/harness/memory_facts.py), as metrics.
+MEMORY_METRICS = {
+    "peak_allocated_mb": "memory.peak_allocated_mb",
+    "peak_reserved_mb": "memory.peak_reserved_mb",
+    "reserved_mb": "memory.reserved_mb",
+    "graph_pool_mb": "memory.graph_pool_mb",
+    "graphs_captured": "graphs.captured",
+    "compiled_graphs": "compile.graphs",
+}
+
+
 def extract(trace_path: Path, memory: dict | None = None) -> ProfileMetrics:
     """Metrics of the `infprof:iter` window of one trace; `memory` is what profile_iterations returned."""
     events = _load_events(Path(trace_path))
@@ -101,9 +113,9 @@ def extract(trace_path: Path, memory: dict | None = None) -> ProfileMetrics:
         overhead = _of_cat(events, "overhead")
         values.update(_gpu_metrics(gpu, runtime, overhead, starts, ends))
         kernels = kernel_table(gpu)
-    for key in ("peak_allocated_mb", "peak_reserved_mb"):
+    for key, metric in MEMORY_METRICS.items():
         if memory and memory.get(key) is not None:
-            values[f"memory.{key}"] = float(memory[key])
+            values[metric] = float(memory[key])
     return ProfileMetrics(values=values, kernels=kernels, profiler="torch", device=device)
 
 
