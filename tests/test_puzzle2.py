@@ -1,7 +1,7 @@
 """puzzle2's parts that run without a GPU: warm-up over the spec's own inputs, the memory run, the grader.
 
 The grader is checked on memory figures recorded on the H100 (tests/fixtures/h100_puzzle2_memory.json,
-written by benchmarks/device_verify.sh from real grades of the baseline and the reference).
+written by `benchmarks/device_puzzle.sh puzzle2 --memory`: each workload's own memory run).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def test_grader_without_memory_figures_says_so():
     assert not criterion.passed and "no GPU memory figures" in criterion.summary
 
 
-# The baseline's own `profile puzzle2` on the H100 (benchmarks/device_puzzle2.sh): its trace, and the
+# The baseline's own `profile puzzle2` on the H100 (benchmarks/device_puzzle.sh puzzle2): its trace, and the
 # memory figures the harness reported beside it (in the metrics it computed there).
 @pytest.fixture(scope="module")
 def baseline_profile():

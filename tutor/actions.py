@@ -175,7 +175,7 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     diagnosis = _diagnose(ws, puzzle, progress)
     speedups = speedups_vs(result["samples_ms"])
     performance, tier = check_performance(puzzle, speedups, result["samples_ms"], result.get("host_timed"))
-    rules = puzzle_criteria(puzzle, result)
+    rules = puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"))
     # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.
     earned = correctness.passed and all(r.passed for r in rules)
     verdict = Verdict(puzzle.id, [correctness, diagnosis, performance, *rules], tier=tier if earned else "",

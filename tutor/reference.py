@@ -7,7 +7,9 @@ profile just taken, exactly as a learner's must.
 
 from __future__ import annotations
 
+import json
 import shutil
+import tomllib
 
 from tutor.catalog import Puzzle
 from tutor.grading.answer import read_answer
@@ -22,4 +24,9 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
     lines = [f'bottleneck = "{answer.bottleneck}"']
     for ev in answer.evidence:
         lines += ["", "[[evidence]]", f'metric = "{ev.metric}"', f"value = {profile_values[ev.metric]!r}"]
+    # Other tables (puzzle3's [autotune] report) are the solution's own words: kept as written.
+    with (puzzle.solution_dir / "answer.toml").open("rb") as f:
+        tables = {k: v for k, v in tomllib.load(f).items() if isinstance(v, dict)}
+    for table, entries in tables.items():
+        lines += ["", f"[{table}]", *(f"{key} = {json.dumps(value)}" for key, value in entries.items())]
     ws.editable_path(puzzle, "answer.toml").write_text("\n".join(lines) + "\n")

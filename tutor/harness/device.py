@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import statistics
 import time
 
@@ -37,6 +38,9 @@ class Device:
         """Bytes held by live tensors on the GPU (0 on CPU): what a workload keeps resident."""
         if not self.cuda:
             return 0
+        # Garbage in reference cycles is not the workload's to keep: triton's autotuner, for one,
+        # leaves tracebacks that hold prepare()'s frame, and with it the bf16 weights it was given.
+        gc.collect()
         torch.cuda.synchronize()
         # cuBLAS workspaces come from the caching allocator on first use: not the workload's to own.
         clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)

@@ -1,0 +1,38 @@
+"""Inputs for puzzle3: four 4096x4096 layers quantized to fp8 with GemLite, on a 128-token batch.
+
+`facts` reports what GemLite's dispatcher and triton autotuner chose on this GPU, so
+the learner's account of it is checked against the real thing, not a fixed answer.
+"""
+
+import torch
+
+LAYERS, HIDDEN, TOKENS = 4, 4096, 128
+_INPUT_STREAM = 1 << 40
+
+
+def make_weights(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    std = HIDDEN**-0.5  # keeps the activations' scale from layer to layer
+    return {"weights": [(torch.randn(HIDDEN, HIDDEN, generator=g) * std).to(torch.bfloat16).to(device)
+                        for _ in range(LAYERS)]}
+
+
+def make_input(seed: int, device: str) -> torch.Tensor:
+    g = torch.Generator().manual_seed(_INPUT_STREAM + seed)
+    return torch.randn(TOKENS, HIDDEN, generator=g).to(torch.bfloat16).to(device)
+
+
+def facts(states: dict) -> dict:
+    """GemLite's choice for these layers at M=TOKENS: matmul type and the config triton ran."""
+    from gemlite import core
+    from gemlite.triton_kernels.utils import get_closest_m
+
+    kind = core.get_matmul_type(TOKENS, 8)
+    chosen = {}
+    for kernel in core.GEMLITE_TRITON_MAPPING[kind].kernel:
+        for key, config in kernel.cache.items():  # triton's autotuner: one entry per distinct key
+            if key[0] == TOKENS and key[1] == HIDDEN:
+                chosen = {k: v for k, v in config.all_kwargs().items() if isinstance(v, (int, bool, str))}
+    # fp8 weights, group = K, one weight per byte, bf16 activations tuned as fp16 (type_id 408)
+    key = str((get_closest_m(TOKENS), HIDDEN, HIDDEN, HIDDEN, 1, 408))
+    return {"matmul_type": kind, "config_key": key, "config": chosen}
