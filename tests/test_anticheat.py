@@ -1,11 +1,22 @@
-"""Workloads that would fool a naive grader, graded for real: each must be rejected."""
+"""Workloads that would fool a naive grader, graded for real: each must be rejected.
+
+The CPU cheats are graded on puzzle0 as the learner's workload.py. Most of them reached
+gold on the grader as it was before issue 5 (a tier is computed even when the diagnosis
+fails, as it does here: no profile is taken); now each is rejected with a line a learner
+can read, and the tier is withheld. The GPU ones run on a small CUDA spec.
+"""
 
 from __future__ import annotations
+
+import json
+import textwrap
 
 import pytest
 
 from tutor import actions
 from tutor.catalog import get_puzzle
+from tutor.progress import Progress
+from tutor.runner import RunFailed, run_harness
 
 # bf16 weights captured into a CUDA graph, then let go of: the graph still reads their old
 # addresses, and would give right answers from stale memory while prepare() "keeps" 0 bytes.
@@ -83,18 +94,393 @@ def forward(w, x):
 
 @pytest.mark.gpu
 def test_work_hidden_on_a_side_stream_is_timed(tmp_path):
-    from tutor.runner import run_harness
-
-    folder = tmp_path / "p"
-    folder.mkdir()
-    for name, src in {"spec": CUDA_SPEC, "baseline": CHAIN, "mine": SIDE_STREAM}.items():
-        (folder / f"{name}.py").write_text(src)
-    request = {"mode": "check", "device": "cuda", "seed": 7, "spec": str(folder / "spec.py"),
-               "workloads": {n: str(folder / f"{n}.py") for n in ("baseline", "mine")},
-               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-               "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 3, "rounds": 15}}
-    result = run_harness(request, tmp_path / "run", 300).result
+    result = run_cuda(tmp_path, SIDE_STREAM, rounds=15)
     median = {n: sorted(v)[len(v) // 2] for n, v in result["samples_ms"].items()}
     print("side stream:", median, result["host_timed"])
     assert median["mine"] > 0.8 * median["baseline"]
     assert result["host_timed"] == ["mine"]
+
+
+# --- CPU: puzzle0, graded for real -------------------------------------------------------------
+
+# The reference solution's arithmetic: each cheat below is fast because of it, or of skipping it.
+SOLVE = """
+import torch
+
+def solve(state, x):
+    mu = x.mean(dim=1, keepdim=True)
+    sigma = x.std(dim=1, keepdim=True)
+    z = ((x - mu) / (sigma + 1e-5)).clamp(-3.0, 3.0)
+    return torch.addcmul(state["shift"], z, state["scale"])
+
+def prepare(weights, device):
+    return weights
+"""
+# The baseline's per-row loop: slow on purpose, for the cheats that fake the clock instead.
+SLOW = SOLVE + """
+def slow(state, x):
+    rows = []
+    for row in x:
+        z = torch.clamp((row - row.mean()) / (row.std() + 1e-5), -3.0, 3.0)
+        rows.append(z * state["scale"] + state["shift"])
+    return torch.stack(rows)
+"""
+
+
+def grade_as_mine(workspace, source: str):
+    puzzle = get_puzzle("puzzle0")
+    workspace.editable_path(puzzle, "workload.py").write_text(textwrap.dedent(source))
+    return actions.grade(workspace, puzzle)
+
+
+def rejected(verdict, criterion: str):
+    """The named criterion failed, and with it the grade and the tier; returns its text."""
+    [c] = [c for c in verdict.criteria if c.name == criterion]
+    print(verdict.tier, verdict.timings_ms, c.summary, c.details)
+    assert not c.passed and not verdict.passed and verdict.tier == ""
+    return " ".join([c.summary, *c.details])
+
+
+def test_a_cached_output_fails_correctness(workspace):
+    verdict = grade_as_mine(workspace, SOLVE + """
+cache = []
+def forward(state, x):
+    if not cache:
+        cache.append(solve(state, x))  # the first warm-up input's output, returned ever after
+    return cache[0]
+""")
+    assert "too far" in rejected(verdict, "correctness")
+
+
+def test_outputs_precomputed_from_the_request_seed_are_wrong(workspace):
+    # The request's seed is readable (sys.argv, torch.initial_seed()): inputs no longer come from it.
+    verdict = grade_as_mine(workspace, SOLVE + """
+import importlib.util, json, sys
+from pathlib import Path
+
+table = {}
+def key(x):
+    return repr(x[0, :4].tolist())
+
+def prepare(weights, device):
+    request = json.loads(Path(sys.argv[-1]).read_text())
+    found = importlib.util.spec_from_file_location("spy", request["spec"])
+    spec = importlib.util.module_from_spec(found)
+    found.loader.exec_module(spec)
+    for seed in {request["seed"], torch.initial_seed()}:
+        for k in [*range(1000, 1010), *range(2000, 2100)]:  # the old check and round seeds
+            x = spec.make_input(seed + k, device)
+            table[key(x)] = solve(weights, x)
+    return weights
+
+def forward(state, x):
+    return table.get(key(x), torch.zeros_like(x))
+""")
+    assert "too far" in rejected(verdict, "correctness")
+
+
+CALLS_THE_ORACLE = SOLVE + """
+import sys
+def forward(state, x):
+    return sys.modules["infprof_baseline"].forward(state, x)
+"""
+# Wraps the oracle so its output is kept, and returns that very tensor when the oracle ran first.
+STEALS_THE_ORACLES_OUTPUT = SOLVE + """
+import sys
+last = {}
+def keeping(real):
+    def forward(state, x):
+        last["x"], last["out"] = x, real(state, x)
+        return last["out"]
+    return forward
+
+def forward(state, x):
+    oracle = sys.modules["infprof_baseline"]
+    if "wrapped" not in last:
+        oracle.forward = last["wrapped"] = keeping(oracle.forward)
+    if "x" in last and torch.equal(last["x"], x):
+        return last["out"]
+    return solve(state, x)
+"""
+
+
+@pytest.mark.parametrize("source, words", [
+    (CALLS_THE_ORACLE, "called the baseline workload's forward()"),
+    (STEALS_THE_ORACLES_OUTPUT, "another workload was modified: baseline workload.forward"),
+])
+def test_using_the_oracle_is_caught(workspace, source, words):
+    assert words in rejected(grade_as_mine(workspace, source), "fair play")
+
+
+def test_skipping_work_when_timed_fails_correctness(workspace):
+    verdict = grade_as_mine(workspace, SOLVE + """
+calls = [0]
+def forward(state, x):
+    calls[0] += 1
+    if calls[0] > 6:  # 3 warm-up calls and 3 checks are right; the timed ones return zeros
+        return torch.zeros_like(x)
+    return solve(state, x)
+""")
+    text = rejected(verdict, "correctness")
+    assert "in 15 of 15 timed rounds" in text and "input 1: relative L2 error" in text
+
+
+def test_writing_into_the_input_changes_no_one_elses(workspace):
+    # Zeroed rows make the oracle's output `shift`: it used to run on the very tensor mine had zeroed.
+    verdict = grade_as_mine(workspace, SOLVE + """
+def forward(state, x):
+    x.zero_()
+    return state["shift"].expand(x.shape).clone()
+""")
+    assert "too far" in rejected(verdict, "correctness")
+
+
+# forward() returns an empty tensor; a thread started in prepare() fills it after the clock stops.
+FILLED_LATER_ON_A_THREAD = SOLVE + """
+import atexit, queue, threading
+jobs = queue.Queue()
+def work(state):
+    while (job := jobs.get()) is not None:
+        x, out = job
+        out.copy_(solve(state, x))
+
+def prepare(weights, device):
+    worker = threading.Thread(target=work, args=(weights,), daemon=True)
+    worker.start()
+    atexit.register(lambda: (jobs.put(None), worker.join()))
+    return weights
+
+def forward(state, x):
+    out = torch.empty_like(x)
+    jobs.put((x, out))
+    return out
+"""
+# Half the rows on a second core during the call: a one-thread puzzle timed as if on two.
+# (A thread that reads each round's input from the harness's frames while the baseline runs,
+# and computes mine's output before mine is called, is caught the same way; it is not run here
+# because reading another thread's running frames can crash CPython 3.11.)
+HALF_ON_A_THREAD = SOLVE + """
+import threading
+def forward(state, x):
+    half = x.shape[0] // 2
+    out = torch.empty_like(x)
+    other = threading.Thread(target=lambda: out[half:].copy_(solve(state, x[half:])))
+    other.start()
+    out[:half] = solve(state, x[:half])
+    other.join()
+    return out
+"""
+
+
+@pytest.mark.parametrize("source", [FILLED_LATER_ON_A_THREAD, HALF_ON_A_THREAD], ids=["filled-later", "in-parallel"])
+def test_work_on_a_side_thread_is_caught(workspace, source):
+    assert "ran on other threads" in rejected(grade_as_mine(workspace, source), "fair play")
+
+
+# Each one leaves its own forward() honest, or slow, and makes the clock or the baseline lie.
+FAKE_CLOCK = SLOW + """
+import time
+real = time.perf_counter_ns
+hidden = [0]
+time.perf_counter_ns = lambda: real() - hidden[0]  # the clock stands still while mine runs
+def forward(state, x):
+    start = real()
+    out = slow(state, x)
+    hidden[0] += real() - start
+    return out
+"""
+FAKE_TIMER = SLOW + """
+from tutor.harness.device import Device
+real = Device.time_call_ms
+def time_call_ms(self, fn, name="call"):
+    ms, out = real(self, fn, name)
+    return (ms / 100 if name == "mine" else ms), out
+Device.time_call_ms = time_call_ms
+def forward(state, x):
+    return slow(state, x)
+"""
+SLOWER_TORCH = SOLVE + """
+real_std = torch.Tensor.std
+def std(self, *args, **kwargs):
+    if self.dim() == 1:  # only the baseline's per-row calls pay twice
+        real_std(self, *args, **kwargs)
+    return real_std(self, *args, **kwargs)
+torch.Tensor.std = std
+def forward(state, x):
+    return solve(state, x)
+"""
+SLOWER_BASELINE_BY_HOOK = SOLVE + """
+import sys, time
+def hook(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename.endswith("baseline.py"):
+        time.sleep(0.05)
+sys.setprofile(hook)
+def forward(state, x):
+    return solve(state, x)
+"""
+
+
+@pytest.mark.parametrize("source, words", [
+    (FAKE_CLOCK, "the harness, its timer or another workload was modified: time.perf_counter_ns"),
+    (FAKE_TIMER, "modified: tutor.harness.device.Device.time_call_ms"),
+    (SLOWER_TORCH, "torch or Python built-ins were patched, and every workload uses them: torch.Tensor.std"),
+    (SLOWER_BASELINE_BY_HOOK, "a hook that runs inside other workloads' code was installed: sys.setprofile"),
+], ids=["perf_counter_ns", "Device.time_call_ms", "torch.Tensor.std", "sys.setprofile"])
+def test_tampering_with_the_clock_or_the_baseline_is_caught(workspace, source, words):
+    assert words in rejected(grade_as_mine(workspace, source), "fair play")
+
+
+@pytest.mark.parametrize("returns, words", [
+    ("solve(state, x).double()", "output dtype torch.float64 != expected torch.float32"),
+    ("solve(state, x)[:, :32]", "output shape (2048, 32) != expected (2048, 64)"),
+    # Empty when returned; its __torch_function__ would compute the output when the grader touched it.
+    ("Lazy.make(state, x)", "returned Lazy, a tensor subclass, not a plain torch.Tensor"),
+], ids=["dtype", "shape", "subclass"])
+def test_the_wrong_kind_of_output_fails_correctness(workspace, returns, words):
+    verdict = grade_as_mine(workspace, SOLVE + f"""
+class Lazy(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            args = [solve(*a.__dict__["job"]) if isinstance(a, Lazy) else a for a in args]
+            return func(*args, **(kwargs or {{}}))
+    @staticmethod
+    def make(state, x):
+        out = torch.empty_like(x).as_subclass(Lazy)
+        out.__dict__["job"] = (state, x)
+        return out
+
+def forward(state, x):
+    return {returns}
+""")
+    assert words in rejected(verdict, "correctness")
+
+
+READ_SOLUTION = """
+from pathlib import Path
+import challenges
+solution = Path(challenges.__file__).parent / "puzzle0" / "solution" / "workload.py"
+"""
+
+
+def test_reading_the_reference_solution_is_refused(workspace):
+    with pytest.raises(RunFailed) as info:
+        grade_as_mine(workspace, READ_SOLUTION + "exec(solution.read_text())\n")
+    print(info.value)
+    assert info.value.kind == "import_error"
+    assert "PermissionError: infprof-tutor: a workload may not open the reference solution" in info.value.message
+    # Caught and ignored, the attempt still fails the grade.
+    verdict = grade_as_mine(workspace, READ_SOLUTION + SOLVE + """
+try:
+    exec(solution.read_text())
+except PermissionError:
+    def forward(state, x):
+        return solve(state, x)
+""")
+    assert "tried to open the reference solution" in rejected(verdict, "fair play")
+
+
+def test_writing_into_the_progress_db_is_refused(workspace):
+    puzzle = get_puzzle("puzzle0")
+    # The harness's own writes still work: a profile's trace lands under .infprof/runs/.
+    outcome = actions.profile(workspace, puzzle, "baseline")
+    assert outcome.trace_path.is_file() and workspace.runs_dir in outcome.trace_path.parents
+    verdict = grade_as_mine(workspace, SOLVE + """
+import sqlite3, time
+from pathlib import Path
+
+def prepare(weights, device):
+    try:  # the harness runs in .infprof/runs/<run>/
+        with sqlite3.connect(Path.cwd().parents[1] / "progress.db") as db:
+            db.execute("insert into attempts (puzzle, created_at, code_hash, passed, tier, verdict_json, run_dir)"
+                       " values ('puzzle0', ?, 'forged', 1, 'gold', '{}', '')", [time.time()])
+    except Exception:
+        pass
+    return weights
+
+def forward(state, x):
+    return solve(state, x)
+""")
+    assert "tried to open the progress database" in rejected(verdict, "fair play")
+    assert [(a["passed"], a["tier"]) for a in Progress(workspace.db_path).attempts("puzzle0")] == [(0, "")]
+
+
+def test_a_result_forged_on_the_event_pipe_is_ignored(make_request, tmp_path):
+    forged = {"type": "result", "data": {"checks": [{"ok_structure": True, "rel_l2": 0.0}],
+                                         "samples_ms": {"baseline": [9.0] * 3, "mine": [0.1] * 3}}}
+    request = make_request(mine=f"""
+        import json, os, stat
+        def prepare(weights, device):
+            for version in (1, 2):
+                line = (json.dumps({{"v": version, "nonce": "", **{forged!r}}}) + "\\n").encode()
+                for fd in map(int, os.listdir("/proc/self/fd")):
+                    try:
+                        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                            os.write(fd, line)
+                    except OSError:
+                        pass
+            os._exit(0)
+        def forward(state, x):
+            return x
+    """)
+    with pytest.raises(RunFailed) as info:
+        run_harness(request, tmp_path / "run", 120)
+    assert info.value.kind == "crashed" and "without a result" in info.value.message
+
+
+# --- GPU analogues: a small CUDA spec, the harness run directly ------------------------------------
+
+def run_cuda(tmp_path, mine: str, rounds: int = 10) -> dict:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for name, src in {"spec": CUDA_SPEC, "baseline": CHAIN, "mine": mine}.items():
+        (folder / f"{name}.py").write_text(src)
+    request = {"mode": "check", "device": "cuda", "seed": 7, "spec": str(folder / "spec.py"),
+               "workloads": {n: str(folder / f"{n}.py") for n in ("baseline", "mine")},
+               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+               "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 3, "rounds": rounds}}
+    result = run_harness(request, tmp_path / "run", 300).result
+    print(json.dumps({k: result[k] for k in ("checks", "timed_checks", "violations")})[:2000])
+    return result
+
+
+def right(check: dict) -> bool:
+    return check["ok_structure"] and check["rel_l2"] < 1e-2  # bf16: same kernels, so ~0
+
+
+@pytest.mark.gpu
+def test_gpu_skipping_work_when_timed_is_caught(tmp_path):
+    result = run_cuda(tmp_path, CHAIN + """
+calls = [0]
+def forward(w, x):
+    calls[0] += 1
+    return chain(w, x) if calls[0] <= 5 else torch.zeros_like(x)  # 3 warm-up calls, 2 checks
+""")
+    assert all(map(right, result["checks"]))
+    assert not any(map(right, result["timed_checks"]))
+
+
+@pytest.mark.gpu
+def test_gpu_output_finished_after_the_clock_stops_is_caught(tmp_path):
+    # A thread queues the work a few ms after forward() returned: after the host clock's device sync.
+    result = run_cuda(tmp_path, CHAIN + """
+import threading, time
+def later(w, x, out):
+    time.sleep(0.005)
+    out.copy_(chain(w, x))
+def forward(w, x):
+    out = torch.empty_like(x)
+    threading.Thread(target=later, args=(w, x, out)).start()
+    return out
+""")
+    assert not any(map(right, result["checks"]))
+    assert sum(map(right, result["timed_checks"])) < len(result["timed_checks"]) / 2
+
+
+@pytest.mark.gpu
+def test_gpu_patched_cuda_events_are_caught(tmp_path):
+    result = run_cuda(tmp_path, CHAIN + """
+real = torch.cuda.Event.elapsed_time
+torch.cuda.Event.elapsed_time = lambda self, end: real(self, end) / 100
+""")
+    assert any("torch.cuda.Event.elapsed_time" in v for v in result["violations"])

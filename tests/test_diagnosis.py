@@ -79,3 +79,36 @@ def test_malformed_answers_explain_the_format(tmp_path, text, words):
         answer(tmp_path, text)
     assert words in info.value.message
     assert "[[evidence]]" in info.value.advice
+
+
+def test_only_numbers_from_this_learners_latest_baseline_profile_count(workspace, tmp_path):
+    """Evidence is checked against the workspace's own progress db: the newest baseline profile of
+    this puzzle. Numbers from anywhere else (the README, another learner, an older profile, the
+    learner's own code, another puzzle) fail even when they are real profile numbers."""
+    from tutor import actions
+    from tutor.metrics import ProfileMetrics
+    from tutor.progress import Progress
+    from tutor.workspace import init_workspace
+
+    def record(ws, puzzle_id, workload, ops, us):
+        metrics = ProfileMetrics(values={"cpu.ops_per_iter": ops, "cpu.time_per_iter_us": us})
+        Progress(ws.db_path).record_profile(puzzle_id, workload, "hash", metrics, tmp_path / "t.json", tmp_path)
+
+    puzzle = get_puzzle("puzzle0")
+    other = init_workspace(tmp_path / "someone-else")
+    record(other, "puzzle0", "baseline", 16386.0, 96673.8)  # another learner's machine (the README's numbers)
+    record(workspace, "puzzle0", "baseline", 20000.0, 50000.0)  # an older profile of this learner's
+    record(workspace, "puzzle0", "baseline", 16384.0, 80000.0)  # the newest: the one that counts
+    record(workspace, "puzzle0", "mine", 4.0, 1200.0)  # their own code, not the baseline
+    record(workspace, "puzzle1", "baseline", 900.0, 3000.0)  # another puzzle
+
+    def cite(ops, us):
+        text = GOOD.replace("16000", repr(ops)).replace("81000", repr(us))
+        (workspace.editable_path(puzzle, "answer.toml")).write_text(text)
+        return actions._diagnose(workspace, puzzle, Progress(workspace.db_path))
+
+    assert cite(16384.0, 80000.0).passed
+    for ops, us in [(16386.0, 96673.8), (20000.0, 50000.0), (4.0, 1200.0), (900.0, 3000.0)]:
+        criterion = cite(ops, us)
+        assert not criterion.passed, (ops, us)
+        assert any("your profile shows" in d for d in criterion.details), criterion.details

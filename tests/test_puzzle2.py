@@ -58,7 +58,9 @@ def test_warmup_serves_every_input_the_spec_lists(tmp_path):
     seen = json.loads((tmp_path / "p" / "seen.json").read_text())
     # warm-up: sizes 1, 3, 5 once each (3 inputs > 1 warm-up round); then checks and rounds at size 2
     assert {k: seen[k] for k in ("1", "3", "5")} == {"1": 1, "3": 1, "5": 1}
-    assert seen["2"] == 1 * 2 + 2  # one check runs mine as candidate and as oracle, then 2 timed rounds
+    # one check runs mine as candidate and as oracle; then 2 timed rounds, each one's output checked
+    # against an untimed oracle call (mine again) on the same input
+    assert seen["2"] == 1 * 2 + 2 * 2
 
 
 def test_memory_run_serves_every_warmup_input_twice(tmp_path):

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tutor.catalog import Puzzle
+from tutor.catalog import Puzzle, all_puzzles
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.grading.extra import puzzle_criteria
+from tutor.grading.fair_play import check_fair_play
 from tutor.grading.performance import check_correctness, check_performance, speedups_vs
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.metrics import ProfileMetrics
@@ -67,6 +68,9 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
         "workloads": _workload_paths(ws, puzzle),
         "prepare": prepare,
         "timing": {"warmup": puzzle.timing.warmup, "rounds": puzzle.timing.rounds},
+        # What learner code may not open while it runs (the harness refuses, and the grade fails).
+        "protected": {"the reference solution": [str(p.solution_dir) for p in all_puzzles().values()],
+                      "the progress database": [str(ws.db_path)]},
     }
 
 
@@ -171,11 +175,12 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     if on_event:
         on_event({"type": "stage", "stage": "grading", "detail": "checking your answer"})
 
-    correctness = check_correctness(puzzle, result["checks"])
+    correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     diagnosis = _diagnose(ws, puzzle, progress)
     speedups = speedups_vs(result["samples_ms"])
     performance, tier = check_performance(puzzle, speedups, result["samples_ms"], result.get("host_timed"))
-    rules = puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"))
+    rules = [*check_fair_play(result.get("violations", ())),
+             *puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"))]
     # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.
     earned = correctness.passed and all(r.passed for r in rules)
     verdict = Verdict(puzzle.id, [correctness, diagnosis, performance, *rules], tier=tier if earned else "",

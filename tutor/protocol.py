@@ -1,7 +1,10 @@
 """The versioned protocol between the tutor and the harness subprocess.
 
 The harness writes one JSON object per line to a pipe the tutor hands it
-(never stdout: learner code may print). Event types:
+(never stdout: learner code may print). Every event carries the run's nonce, which
+the tutor sends through a second pipe the harness reads and closes before any
+learner code loads: a workload that finds the event pipe still cannot forge a
+result the tutor accepts. Event types:
   stage    {"stage": name, "detail": str}
   progress {"stage": name, "done": int, "total": int}
   result   {"data": {...}}
@@ -12,8 +15,9 @@ from __future__ import annotations
 
 import json
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 EVENT_FD_ENV = "INFPROF_EVENT_FD"
+NONCE_FD_ENV = "INFPROF_NONCE_FD"
 
 STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "profiling", "extracting", "grading")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from tutor.errors import EnvironmentProblem, TutorError
-from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, decode
+from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, decode
 
 LOG_NAME = "output.log"
 ENVIRONMENT_KINDS = {"no_gpu", "missing_package"}
@@ -73,6 +74,7 @@ class HarnessRun:
         self.result: dict | None = None
         self._proc: subprocess.Popen | None = None
         self._cancelled = threading.Event()
+        self._nonce = secrets.token_hex(16)  # only events that carry it are the harness's own
 
     @property
     def log_path(self) -> Path:
@@ -95,17 +97,22 @@ class HarnessRun:
         request_path = self.run_dir / "request.json"
         request_path.write_text(json.dumps(self.request, indent=1))
         read_fd, write_fd = os.pipe()
+        nonce_read, nonce_write = os.pipe()
+        os.write(nonce_write, self._nonce.encode())
+        os.close(nonce_write)
         # The child must import this very tutor package, even when it is run from a source tree.
         source_root = str(Path(__file__).resolve().parent.parent)
         pythonpath = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, EVENT_FD_ENV: str(write_fd), "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath}
+        env = {**os.environ, EVENT_FD_ENV: str(write_fd), NONCE_FD_ENV: str(nonce_read), "PYTHONUNBUFFERED": "1",
+               "PYTHONPATH": pythonpath}
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
                 [*self.wrapper, self.python, "-m", "tutor.harness", str(request_path)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(write_fd,), env=env, start_new_session=True, cwd=self.run_dir,
+                pass_fds=(write_fd, nonce_read), env=env, start_new_session=True, cwd=self.run_dir,
             )
         os.close(write_fd)
+        os.close(nonce_read)
         return read_fd
 
     def events(self) -> Iterator[dict]:
@@ -147,9 +154,10 @@ class HarnessRun:
         if not line.strip():
             return None
         try:
-            return decode(line)
+            event = decode(line)
         except ValueError:
             return None  # not ours; never trust it
+        return event if event.get("nonce") == self._nonce else None  # written by someone else: a forgery
 
     def _raise_if_failed(self, returncode: int, error: dict | None, timed_out: bool) -> None:
         tail = output_tail(self.log_path)

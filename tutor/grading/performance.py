@@ -9,18 +9,35 @@ from tutor.grading.verdict import Criterion
 from tutor.stats import Estimate, speedup
 
 
-def check_correctness(puzzle: Puzzle, checks: list[dict]) -> Criterion:
+def check_correctness(puzzle: Puzzle, checks: list[dict], timed_checks=()) -> Criterion:
+    """The checked inputs one by one, then every timed output: work skipped only when timed is caught."""
     limit = puzzle.correctness.max_rel_l2
-    details = []
-    for i, c in enumerate(checks, start=1):
+
+    def ok(c: dict) -> bool:
+        return c["ok_structure"] and c["rel_l2"] <= limit
+
+    def describe(c: dict) -> str:
         if not c["ok_structure"]:
-            details.append(f"input {i}: {c['problem']}")
-        else:
-            verdict = "ok" if c["rel_l2"] <= limit else f"too far (limit {limit:g})"
-            details.append(f"input {i}: relative L2 error {c['rel_l2']:.2e}, {verdict}")
-    passed = bool(checks) and all(c["ok_structure"] and c["rel_l2"] <= limit for c in checks)
-    summary = (f"Output matches {puzzle.correctness.oracle} on {len(checks)} fresh inputs." if passed
-               else f"Output differs from {puzzle.correctness.oracle}.")
+            return c["problem"]
+        return f"relative L2 error {c['rel_l2']:.2e}, " + ("ok" if ok(c) else f"too far (limit {limit:g})")
+
+    details = [f"input {i}: {describe(c)}" for i, c in enumerate(checks, start=1)]
+    wrong = [(r, c) for r, c in enumerate(timed_checks, start=1) if not ok(c)]
+    if timed_checks and not wrong:
+        details.append(f"timed rounds: all {len(timed_checks)} outputs match too")
+    details += [f"timed round {r}: {describe(c)}" for r, c in wrong[:3]]
+    if len(wrong) > 3:
+        details.append(f"... and {len(wrong) - 3} more timed rounds")
+    checks_ok = bool(checks) and all(map(ok, checks))
+    passed = checks_ok and not wrong
+    oracle = puzzle.correctness.oracle
+    if passed:
+        summary = f"Output matches {oracle} on {len(checks)} fresh inputs."
+    elif checks_ok:
+        summary = (f"Output differs from {oracle} in {len(wrong)} of {len(timed_checks)} timed rounds: "
+                   "every timed output is checked too.")
+    else:
+        summary = f"Output differs from {oracle}."
     return Criterion("correctness", passed, summary, details)
 
 

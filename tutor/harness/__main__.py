@@ -8,15 +8,20 @@ computed by the tutor.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
-
 import json
+import os
 import random
+import secrets
 import sys
+import time
 import traceback
+import types
 from pathlib import Path
 
 from tutor.harness.events import EventSink
+from tutor.harness.guard import Guard
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
 
 WORKLOAD_API = ("prepare", "forward")
@@ -45,7 +50,7 @@ def run(request: dict, sink: EventSink) -> dict:
     sink.stage("importing", "torch")
     import torch
 
-    from tutor.harness.device import Device
+    from tutor.harness import device as device_module, timing
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
 
     if request["device"] == "cuda" and not torch.cuda.is_available():
@@ -53,20 +58,30 @@ def run(request: dict, sink: EventSink) -> dict:
                              f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
     if request["device"] == "cpu":
         torch.set_num_threads(1)  # CPU puzzles time one thread, so speedups compare across machines
-    device = Device(request["device"], flush_l2=request["mode"] == "check")
+    device = device_module.Device(request["device"], flush_l2=request["mode"] == "check")
     # Before any workload loads, so every capture is counted, torch.compile's included.
     captures = CaptureCounter() if device.cuda else None
-    torch.manual_seed(request["seed"])
+    # Before any learner code: from here on it cannot open the reference solution or the progress db.
+    guard = Guard(request.get("protected", {}))
+    # Not the request's seed: a workload can read that (sys.argv), and must not predict anything from it.
+    torch.manual_seed(secrets.randbelow(2**62))
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
     names = request["prepare"]
-    modules = {n: load_module(Path(request["workloads"][n]), n, WORKLOAD_API) for n in names}
-
-    states, resident = {}, {}
-    for name, module in modules.items():
+    checking = request["mode"] == "check"
+    guard.candidate = request.get("candidate") if checking else None
+    # The learner's code loads last: the other workloads are loaded, fenced and prepared (their own
+    # changes to torch are in) and every namespace frozen before any of it runs.
+    modules, forwards, states, resident = {}, {}, {}, {}
+    for name in sorted(names, key=lambda n: n == guard.candidate):
+        if name == guard.candidate:
+            guard.freeze(*_namespaces(torch, spec, modules, forwards, device, sink))
+        modules[name] = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
+        fenced = checking and name != guard.candidate
+        forwards[name] = guard.fence(name, modules[name]) if fenced else modules[name].forward
         sink.stage("preparing", name)
         before = device.allocated_bytes()
         weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)
-        states[name] = call_workload(f"{name}.prepare()", module.prepare, weights, device.name)
+        states[name] = call_workload(f"{name}.prepare()", modules[name].prepare, weights, device.name)
         del weights
         # What prepare() left alive: lets a puzzle check, say, that weights really are stored in fp8.
         resident[name] = device.allocated_bytes() - before
@@ -74,16 +89,21 @@ def run(request: dict, sink: EventSink) -> dict:
     prepared = device.allocated_bytes()
 
     def forward(name, x):
-        return call_workload(f"{name}.forward()", modules[name].forward, states[name], x)
+        guard.running = name
+        try:
+            return call_workload(f"{name}.forward()", forwards[name], states[name], x)
+        finally:
+            guard.running = None
 
     result = {"env": device.describe()}
-    if request["mode"] == "check":
-        from tutor.harness.timing import check_and_time
-        result.update(check_and_time(request, spec, forward, device, sink))
+    if checking:
+        result.update(timing.check_and_time(request, spec, forward, device, sink, guard))
         if callable(getattr(spec, "facts", None)):  # what the workloads did, for a puzzle's grader
             result["facts"] = call_workload("spec.facts", spec.facts, states)
         # Memory kept after prepare(): caches built lazily in forward() show up here.
         result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes() - prepared}
+        guard.verify()
+        result["violations"] = guard.violations
     elif request["mode"] == "profile":
         result.update(profile(request, spec, forward, device, sink))
         if device.cuda:
@@ -96,6 +116,21 @@ def run(request: dict, sink: EventSink) -> dict:
     else:
         raise HarnessFailure("bad_request", f"unknown mode {request['mode']!r}")
     return result
+
+
+def _namespaces(torch, spec, modules: dict, forwards: dict, device, sink) -> tuple[dict, dict]:
+    """What learner code must leave alone: every change to `strict` counts, to `libraries` only its own."""
+    harness = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("tutor.")]
+    strict = {m.__name__: m for m in (*harness, sys.modules[__name__], time, os, json, random, secrets)}
+    strict.update({f"{m.__name__}.{c.__name__}": c for m in harness for c in vars(m).values()
+                   if isinstance(c, type) and c.__module__ == m.__name__})
+    strict.update({f"{n} workload": m for n, m in modules.items()})
+    strict.update({"random.SystemRandom": random.SystemRandom, "torch.cuda.Event": torch.cuda.Event, "spec": spec,
+                   "device": device, "sink": sink, "forward()": types.SimpleNamespace(**forwards)})
+    libraries = {"builtins": builtins, "torch": torch, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
+                 "torch.nn.functional": torch.nn.functional, "torch.nn.Module": torch.nn.Module,
+                 "torch.linalg": torch.linalg}
+    return strict, libraries
 
 
 def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:

@@ -5,10 +5,41 @@ from __future__ import annotations
 import torch
 
 
+def own_copy(x):
+    """A private copy of an input: a workload that writes into its input changes no one else's."""
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(own_copy(v) for v in x)
+    if isinstance(x, dict):
+        return {k: own_copy(v) for k, v in x.items()}
+    return x
+
+
+def kept(out):
+    """The output as it was when forward() returned: work finished later (a side thread) is not in it.
+
+    Only a plain tensor is copied: a subclass could run code of its own when touched.
+    """
+    return out.detach().clone() if type(out) is torch.Tensor else out
+
+
+def scrub(out) -> None:
+    """Zero an output about to be freed: the candidate's next allocation could get its memory, answer and all."""
+    if type(out) is torch.Tensor:
+        try:
+            with torch.inference_mode():  # the only way to write into an inference-mode output
+                out.detach().zero_()
+        except RuntimeError:
+            pass  # an expanded view cannot be written; nothing of its own to hand over either
+
+
 def compare(out, ref) -> dict:
     """Relative L2 error and structural mismatches between an output and the oracle's."""
-    if not isinstance(out, torch.Tensor):
-        return {"ok_structure": False, "problem": f"forward() returned {type(out).__name__}, not a tensor"}
+    if type(out) is not torch.Tensor:
+        what = ("a tensor subclass, not a plain torch.Tensor" if isinstance(out, torch.Tensor)
+                else "not a tensor")
+        return {"ok_structure": False, "problem": f"forward() returned {type(out).__name__}, {what}"}
     if out.shape != ref.shape:
         return {"ok_structure": False, "problem": f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}"}
     if out.dtype != ref.dtype:

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import os
 
-from tutor.protocol import EVENT_FD_ENV, encode
+from tutor.protocol import EVENT_FD_ENV, NONCE_FD_ENV, encode
 
 
 class EventSink:
-    """Writes protocol events to the fd the tutor passed; to nowhere when run by hand."""
+    """Writes protocol events to the fd the tutor passed; to nowhere when run by hand.
+
+    Made before any learner code loads: the fds leave the environment and the nonce
+    is read from its pipe, which is closed, so only this object knows it.
+    """
 
     def __init__(self) -> None:
-        fd = os.environ.get(EVENT_FD_ENV)
+        fd, nonce_fd = os.environ.pop(EVENT_FD_ENV, None), os.environ.pop(NONCE_FD_ENV, None)
         self._fd = int(fd) if fd else None
+        self._nonce = ""
+        if nonce_fd:
+            with os.fdopen(int(nonce_fd), "rb") as pipe:
+                self._nonce = pipe.read().decode()
 
     def emit(self, event_type: str, **fields) -> None:
         if self._fd is not None:
-            os.write(self._fd, encode(event_type, **fields))
+            os.write(self._fd, encode(event_type, nonce=self._nonce, **fields))
 
     def stage(self, stage: str, detail: str = "") -> None:
         self.emit("stage", stage=stage, detail=detail)

@@ -2,26 +2,35 @@
 
 Interleaving (a fresh random order each round) spreads clock, thermal and
 neighbour drift evenly over the workloads, so per-round ratios stay fair.
+Every input after warm-up comes from fresh entropy drawn at the moment it is
+made, so no workload can know it in advance, and every timed output of the
+candidate is checked too, so work skipped only when timed is caught.
 """
 
 from __future__ import annotations
 
 import random
+import secrets
 
-from tutor.harness.checks import compare
+from tutor.harness.checks import compare, kept, own_copy, scrub
+from tutor.harness.guard import SideWork
 from tutor.harness.loading import call_workload, warmup_inputs
 
+_order = random.SystemRandom()
 
-def check_and_time(request: dict, spec, forward, device, sink) -> dict:
-    seed, names = request["seed"], request["time"]
+
+def fresh_input(spec, device):
+    """An input from a seed nothing in the process has seen: not derived from the request's seed."""
+    return call_workload("spec.make_input", spec.make_input, secrets.randbelow(2**62), device.name)
+
+
+def check_and_time(request: dict, spec, forward, device, sink, guard) -> dict:
+    names = request["time"]
     candidate, oracle = request["candidate"], request["oracle"]
     timing = request["timing"]
 
-    def make_input(k):
-        return call_workload("spec.make_input", spec.make_input, k, device.name)
-
     sink.stage("warmup", "compiling and warming up")
-    warm = warmup_inputs(spec, seed + 7, device.name)
+    warm = warmup_inputs(spec, request["seed"] + 7, device.name)
     rounds_of_warmup = max(timing["warmup"], len(warm))
     with device.range("warmup"):
         for i in range(rounds_of_warmup):
@@ -30,26 +39,47 @@ def check_and_time(request: dict, spec, forward, device, sink) -> dict:
             sink.progress("warmup", i + 1, rounds_of_warmup)
     device.synchronize()
 
-    # Inputs the workloads have never seen, drawn from the grade-time seed.
+    side = SideWork()
     sink.stage("checking", f"{candidate} against {oracle}")
     checks = []
-    for k in range(request["correctness"]["checks"]):
-        x = make_input(seed + 1000 + k)
-        checks.append(compare(forward(candidate, x), forward(oracle, x)))
+    for _ in range(request["correctness"]["checks"]):
+        x = fresh_input(spec, device)
+        # Each workload gets its own copy (one that writes into its input changes no one else's), and
+        # the candidate's output is copied as it returns, before the oracle runs.
+        mine = kept(forward(candidate, own_copy(x)))
+        checks.append(compare(mine, forward(oracle, own_copy(x))))
     device.synchronize()
+    guard.verify()
 
     rounds = timing["rounds"]
     samples = {name: [] for name in names}
+    timed_checks = []
     sink.stage("timing", f"{rounds} interleaved rounds")
-    rng = random.Random(seed)
     for r in range(rounds):
         order = names[:]
-        rng.shuffle(order)
+        _order.shuffle(order)
         # A fresh input every round (made outside the timer): no output can be memoised per input.
-        x = make_input(seed + 2000 + r)
+        x = fresh_input(spec, device)
+        mine = ref = None
         for name in order:
-            ms, _ = device.time_call_ms(lambda: forward(name, x), name)
+            its_x = own_copy(x)
+            ms, out = device.time_call_ms(lambda: forward(name, its_x), name)
             samples[name].append(ms)
+            if name == candidate:
+                mine = kept(out)
+            elif mine is None:
+                scrub(out)  # made before the candidate's call: neither the object nor its memory is left to it
+            elif name == oracle:
+                ref = out  # made after it: nothing of it existed to be reused
+            del out
+        if ref is None:
+            ref = forward(oracle, own_copy(x))
+        timed_checks.append(compare(mine, ref))
+        del mine, ref
+        guard.verify()  # every round: a patch undone before the end still counts
         sink.progress("timing", r + 1, rounds)
+    hidden = None if device.cuda else side.violation(sum(samples.get(candidate, [])))
+    if hidden:  # on CUDA the host clock already waits for the whole device
+        guard.note(hidden)
     charged = device.settle(samples)
-    return {"checks": checks, "samples_ms": samples, "host_timed": charged}
+    return {"checks": checks, "timed_checks": timed_checks, "samples_ms": samples, "host_timed": charged}

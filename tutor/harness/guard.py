@@ -1,0 +1,195 @@
+"""Fair play inside the harness process: what learner code may not read, change or hide.
+
+Learner code runs in this very process, so none of this is a sandbox: a determined
+cheat can still walk the heap. What it does is turn the cheats within easy reach
+(patching the timer, the harness or torch, calling another workload, reading the
+reference solution, writing the progress db, working on a side thread) into a named
+violation that fails the grade, instead of a speed-up.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import os
+import signal
+import sys
+import threading
+import time
+import types
+
+# Libraries that legitimately patch torch (torch._dynamo wraps Module.__init__ and manual_seed).
+LIBRARIES = ("torch", "triton", "torchao", "gemlite", "functorch")
+_BUILTIN = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+            types.ClassMethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType)
+# Audit events that name a file (first two arguments) and that start a process (any argument).
+FILE_EVENTS = {"open", "sqlite3.connect", "os.link", "os.symlink", "os.rename", "shutil.copyfile",
+               "shutil.copytree", "os.truncate", "os.remove", "os.chmod", "os.utime"}
+SPAWN_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"}
+# CPU puzzles run on one thread: more CPU than this off the timed thread means hidden work.
+# Honest puzzle0 grades (reference, baseline, torch.compile) measure 0.0 ms; the cheats in
+# tests/test_anticheat.py measure 22-31 ms.
+SIDE_WORK_MIN_MS = 3.0
+SIDE_WORK_FRACTION = 0.2  # of the candidate's own timed total
+
+_process_ns, _thread_ns = time.process_time_ns, time.thread_time_ns
+
+
+class Guard:
+    """Collects violations; `running` names the workload the harness is calling right now."""
+
+    def __init__(self, protected: dict[str, list[str]]):
+        self.violations: list[str] = []
+        self.running: str | None = None
+        self.candidate: str | None = None
+        self._frozen: dict[str, dict] = {}
+        # (label, real path, is a folder, what a shell command reading it would contain)
+        self._protected = [(label, os.path.realpath(p), os.path.isdir(p), _token(p))
+                           for label, paths in protected.items() for p in paths]
+        if self._protected:
+            sys.addaudithook(self._audit)
+
+    def note(self, violation: str) -> None:
+        if violation not in self.violations:
+            self.violations.append(violation)
+
+    # -- files: the reference solution and the progress db stay out of reach -----------------
+
+    def _audit(self, event: str, args: tuple) -> None:
+        if event in FILE_EVENTS:
+            for arg in args[:2]:
+                if isinstance(arg, (str, bytes, os.PathLike)):
+                    path = os.fsdecode(arg)
+                    if path.startswith("file:"):  # an SQLite URI
+                        path = path[5:].split("?")[0]
+                    real = os.path.realpath(path)
+                    for label, protected, folder, _ in self._protected:
+                        # A folder's files; a file and its siblings by prefix (progress.db-wal, -shm).
+                        if real == protected or real.startswith(protected + os.sep if folder else protected):
+                            self._deny(label, real)
+        elif event in SPAWN_EVENTS:
+            command = repr([a for a in args if not isinstance(a, dict)])  # not the environment
+            for label, _, _, token in self._protected:
+                if token in command:
+                    self._deny(label, token)
+
+    def _deny(self, label: str, what: str) -> None:
+        self.note(f"your workload tried to open {label} ({what}) while it was graded")
+        raise PermissionError(f"infprof-tutor: a workload may not open {label} while it is graded ({what})")
+
+    # -- calls: the other workloads are timed, not borrowed ------------------------------------
+
+    def fence(self, name: str, module) -> object:
+        """Make `module.forward` a tripwire for the candidate; return the original for the harness."""
+        original = module.forward
+
+        def forward(*args, **kwargs):
+            if self.running is not None and self.running == self.candidate:
+                self.note(f"your workload called the {name} workload's forward(): it must compute its own output")
+            return original(*args, **kwargs)
+
+        module.forward = forward
+        return original
+
+    # -- tampering: what must be the same after the workloads ran as before they loaded ----------
+
+    def freeze(self, strict: dict[str, object], libraries: dict[str, object]) -> None:
+        """Remember `strict` namespaces (any change counts) and `libraries` (a change made by learner code counts)."""
+        self._frozen = {"strict": {k: _members(v) for k, v in strict.items()},
+                        "libraries": {k: _members(v) for k, v in libraries.items()}, "hooks": _hooks()}
+        self._namespaces = {**strict, **libraries}
+
+    def verify(self) -> None:
+        if not self._frozen:
+            return
+        changed = {"strict": [], "libraries": []}
+        for kind in changed:
+            for label, before in self._frozen[kind].items():
+                now = _members(self._namespaces[label])
+                for key in before.keys() | now.keys():
+                    old, new = before.get(key, (None, None)), now.get(key, (None, None))
+                    if old[0] is new[0] and old[1] is new[1]:
+                        continue
+                    if key not in before and key.startswith("__"):
+                        continue  # torch.compile adds __compiled_fn_*, __resume_at_* to a module it compiles
+                    if kind == "strict" or _foreign(old[0], new[0]):
+                        changed[kind].append(f"{label}.{key}")
+        if changed["strict"]:
+            self.note("the harness, its timer or another workload was modified: " + ", ".join(sorted(changed["strict"])))
+        if changed["libraries"]:
+            self.note("torch or Python built-ins were patched, and every workload uses them: "
+                      + ", ".join(sorted(changed["libraries"])))
+        hooks = _hooks()
+        moved = [name for name, value in hooks.items() if value != self._frozen["hooks"][name]]
+        if moved:
+            self.note("a hook that runs inside other workloads' code was installed: " + ", ".join(moved))
+
+
+class SideWork:
+    """CPU time spent off the timed thread since it started: on CPU, a side thread's work escapes the clock."""
+
+    def __init__(self) -> None:
+        self._process, self._thread = _process_ns(), _thread_ns()
+
+    def violation(self, candidate_ms: float) -> str | None:
+        side_ms = ((_process_ns() - self._process) - (_thread_ns() - self._thread)) / 1e6
+        if side_ms <= max(SIDE_WORK_MIN_MS, SIDE_WORK_FRACTION * candidate_ms):
+            return None
+        return (f"{side_ms:.1f} ms of CPU time ran on other threads while the workloads were checked and timed "
+                f"(yours took {candidate_ms:.1f} ms in all): CPU puzzles are timed on one thread, so the work must "
+                "run on the thread that calls forward() (no threads of your own, no torch.set_num_threads)")
+
+
+def _token(path: str) -> str:
+    """What a command line that reads `path` would contain: the file name, or parent/folder."""
+    head, name = os.path.split(os.path.normpath(path))
+    return name if os.path.splitext(name)[1] else f"{os.path.basename(head)}/{name}"
+
+
+def _members(namespace) -> dict[str, tuple]:
+    """name -> (object, its code): a swapped function body counts as a change too."""
+    if isinstance(namespace, type):
+        items = ((k, inspect.getattr_static(namespace, k, None)) for k in dir(namespace))
+    else:
+        items = vars(namespace).items()
+    # Python adds __warningregistry__ to a module whose code raised a warning.
+    return {k: (v, _code(v)) for k, v in items if k != "__warningregistry__"}
+
+
+def _code(value):
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    return value.__code__ if isinstance(value, types.FunctionType) else None
+
+
+def _foreign(old, new) -> bool:
+    """A change to a library namespace made by learner code, not by the library itself."""
+    if new is None:
+        return old is not None and (callable(old) or isinstance(old, types.ModuleType))
+    if not (callable(new) or isinstance(new, types.ModuleType)):
+        return False  # flags and caches
+    if isinstance(old, _BUILTIN) and inspect.unwrap(new) is not old:
+        return True  # a C function swapped for anything, even another torch function
+    target = getattr(new, "func", new)  # functools.partial
+    target = getattr(target, "__func__", target)  # bound methods
+    origin = target.__name__ if isinstance(target, types.ModuleType) else getattr(target, "__module__", None)
+    return not (isinstance(origin, str) and origin.split(".")[0] in (*LIBRARIES, "builtins"))
+
+
+def _hooks() -> dict[str, object]:
+    """Ways to run code inside other workloads without changing a namespace."""
+    import torch
+
+    hooks = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
+             "threading.settrace": threading.gettrace(), "threading.setprofile": threading.getprofile(),
+             "gc.callbacks": tuple(map(id, gc.callbacks)),
+             "a torch function mode": torch._C._len_torch_function_stack(),
+             "a torch dispatch mode": torch._C._len_torch_dispatch_stack()}
+    for which in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
+        hooks[f"signal.setitimer({which})"] = signal.getitimer(getattr(signal, which))
+    for sig in signal.valid_signals():
+        try:
+            hooks[f"a {signal.Signals(sig).name} handler"] = id(signal.getsignal(sig))
+        except (ValueError, OSError):
+            pass
+    return hooks
