@@ -6,16 +6,23 @@ baseline) exactly as `infprof-tutor grade` does, so these tests take seconds eac
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import gzip
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Markdown, OptionList
 
 from tutor.app.app import InfprofApp
 from tutor.app.messages import RunFinished
+from tutor.app.openers import PERFETTO_SCRIPT, shell_path
+from tutor.app.runs import PROFILER_GIVES, run_kind
 from tutor.app.screens.browser import BrowserScreen
 from tutor.app.screens.help import HelpScreen
 from tutor.app.screens.output import OutputScreen
@@ -23,16 +30,23 @@ from tutor.app.screens.puzzle import PuzzleScreen
 from tutor.app.screens.results import ResultsScreen
 from tutor.app.screens.setup import WorkspaceSetupScreen
 from tutor.app.widgets.files import EditableFiles
+from tutor.app.widgets.kernels import KernelTable
 from tutor.app.widgets.run_panel import RunPanel
 from tutor.app.widgets.verdict import CriterionRow
 from tutor.catalog import get_puzzle
-from tutor.machine import Machine
+from tutor.machine import Machine, readiness
+from tutor.metrics import ProfileMetrics
+from tutor.profilers import ncu, nsys_run
 from tutor.progress import Progress
 from tutor.runner import RunFailed
 
 # What this CI machine is, stated rather than probed, so results do not depend on where tests run.
 CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
+ONE_H100 = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(9.0,), torch_installed=True, torch_cuda="12.8")
 RUN_TIMEOUT_S = 120
+FIXTURES = Path(__file__).parent / "fixtures"
+
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
@@ -60,10 +74,42 @@ async def open_puzzle0(pilot) -> PuzzleScreen:
     return pilot.app.screen
 
 
+@contextlib.asynccontextmanager
+async def puzzle_open(workspace, puzzle_id: str = "puzzle0", size=(80, 24), machine: Machine = CPU_ONLY):
+    """The app on `workspace` with a puzzle open: (pilot, its screen); puzzle0 is opened from the browser."""
+    app = InfprofApp(workspace, machine=machine)
+    async with app.run_test(size=size) as pilot:
+        if puzzle_id == "puzzle0":
+            yield pilot, await open_puzzle0(pilot)
+        else:
+            await wait_until(pilot, lambda: isinstance(app.screen, BrowserScreen), 10, "the browser")
+            app.open_puzzle(puzzle_id)
+            await wait_until(pilot, lambda: isinstance(app.screen, PuzzleScreen), 10, "the puzzle")
+            yield pilot, app.screen
+
+
 async def finish_run(pilot, screen: PuzzleScreen) -> None:
     await wait_until(pilot, lambda: screen.running is not None, 10, "the run to start")
     await wait_until(pilot, lambda: screen.running is None, what="the run to end")
     await pilot.pause()
+
+
+async def results_loaded(pilot, loaded) -> ResultsScreen:
+    """The results screen just opened, once its record is read and `loaded(record)` holds."""
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResultsScreen) and loaded(pilot.app.screen.record),
+                     10, "the results")
+    await pilot.pause()
+    return pilot.app.screen
+
+
+async def wait_for_screen(pilot, screen_type):
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, screen_type), 10, screen_type.__name__)
+    return pilot.app.screen
+
+
+def needs_puzzle(workspace, puzzle_id: str) -> None:
+    if puzzle_id not in InfprofApp(workspace).puzzles:
+        pytest.skip(f"no {puzzle_id} in the catalog")
 
 
 def panel_text(screen) -> str:
@@ -75,7 +121,6 @@ def panel_text(screen) -> str:
 # -- navigation -----------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_browser_groups_puzzles_by_level_and_says_what_this_machine_can_run(workspace):
     app = make_app(workspace)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -93,13 +138,10 @@ async def test_browser_groups_puzzles_by_level_and_says_what_this_machine_can_ru
             assert "NVIDIA GPU" in card and "no driver" in card
 
 
-@pytest.mark.anyio
 async def test_keys_move_between_browser_puzzle_results_and_help(workspace):
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
+        app = pilot.app
         assert screen.puzzle.id == "puzzle0"
-        assert "feature" in screen.query_one("#story", Markdown).source.lower() or True
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
@@ -114,18 +156,70 @@ async def test_keys_move_between_browser_puzzle_results_and_help(workspace):
         assert isinstance(app.screen, BrowserScreen)
 
 
-@pytest.mark.anyio
+async def test_puzzle_view_shows_story_goal_files_grading_and_tiers(workspace):
+    puzzle = get_puzzle("puzzle0")
+    async with puzzle_open(workspace) as (pilot, screen):
+        story = screen.query_one("#story", Markdown).source
+        assert puzzle.story.strip().splitlines()[-1] in story and "goal" in story.lower()
+        grading = screen.query_one("#grading", Markdown).source
+        for tier in puzzle.tiers:
+            assert f"| {tier.name} | ≥ {tier.min_speedup:g}× |" in grading
+        assert "Correctness" in grading and "Diagnosis" in grading
+        files = screen.query_one(EditableFiles)
+        assert [str(files.get_option_at_index(i).prompt).split()[0] for i in range(files.option_count)] \
+            == list(puzzle.editable)
+        assert str(files.border_subtitle).endswith("/puzzle0")
+        assert files.selected_path == workspace.root / "puzzle0" / puzzle.editable[0]
+
+
 async def test_palette_offers_every_puzzle_and_the_puzzle_actions(workspace):
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
-        titles = [c.title for c in app.get_system_commands(screen)]
-        for expected in ("Grade", "Profile the baseline", "Watch mode on/off", "Edit workload.py", "Open puzzle0",
-                         "Bottleneck taxonomy", "Theme"):
+    async with puzzle_open(workspace) as (pilot, screen):
+        titles = [c.title for c in pilot.app.get_system_commands(screen)]
+        for expected in ("Grade", "Profile the baseline", "Profile mine", "Watch mode on/off", "Edit workload.py",
+                         "Open puzzle0", "Bottleneck taxonomy", "Theme"):
             assert expected in titles
+        assert not any(" with " in t for t in titles)  # puzzle0 lists the PyTorch profiler only
 
 
-@pytest.mark.anyio
+async def test_palette_profiles_with_each_profiler_the_puzzle_lists_and_says_which_are_missing(
+        workspace, tmp_path, monkeypatch):
+    """On a GPU machine (stated) without Nsight tools: the commands say so, and choosing one explains it."""
+    puzzle = next((p for p in InfprofApp(workspace).puzzles.values()
+                   if len(p.profilers) > 1 and readiness(p, ONE_H100).ok), None)
+    if puzzle is None:
+        pytest.skip("no puzzle with a second profiler that this (stated) machine could run")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))  # neither ncu nor nsys on PATH...
+    monkeypatch.setattr(ncu, "SEARCH", ())  # ...nor where NVIDIA's installers put them
+    monkeypatch.setattr(nsys_run, "SEARCH", ())
+    other = puzzle.profilers[1]
+    async with puzzle_open(workspace, puzzle.id, machine=ONE_H100) as (pilot, screen):
+        await pilot.press("ctrl+p")
+        await pilot.press(*f"baseline with {other}")
+        palette = await wait_for_screen(pilot, CommandPalette)
+        commands = palette.query_one(CommandList)
+        await wait_until(pilot, lambda: commands.option_count > 0, 10, "the palette's matches")
+        first = str(commands.get_option_at_index(0).prompt)
+        assert first.startswith(f"Profile the baseline with {other}\nnot available here: ")
+        assert f"({other}) is not installed" in first
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: pilot.app.screen is screen, 5, "the palette to close")
+        await pilot.pause()
+        text = panel_text(screen)
+        assert text.startswith("Cannot run here") and f"({other}) is not installed" in text
+        assert "Install Nsight" in text
+        assert screen.running is None and not any(workspace.runs_dir.iterdir())  # refused before any subprocess
+
+        (bin_dir / other).write_text("#!/bin/sh\n")
+        (bin_dir / other).chmod(0o755)
+        helps = {c.title: c.help for c in screen.palette_commands()}
+        assert helps[f"Profile mine with {other}"] == PROFILER_GIVES[other]
+        for profiler in ("ncu", "nsys", "torch"):
+            if profiler not in puzzle.profilers:
+                assert not any(t.endswith(f"with {profiler}") for t in helps)
+
+
 async def test_without_a_workspace_the_app_offers_to_create_one(tmp_path):
     target = tmp_path / "fresh-ws"
     app = make_app(None, new_workspace_dir=target)
@@ -137,28 +231,21 @@ async def test_without_a_workspace_the_app_offers_to_create_one(tmp_path):
         assert app.workspace.root == target.resolve()
 
 
-@pytest.mark.anyio
 async def test_hints_are_revealed_one_at_a_time(workspace):
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("h")
         await wait_until(pilot, lambda: "1. " in screen.query_one("#hints", Markdown).source, 10)
         assert get_puzzle("puzzle0").hints[0][:30] in screen.query_one("#hints", Markdown).source
         assert Progress(workspace.db_path).hints_revealed("puzzle0") == 1
 
 
-@pytest.mark.anyio
 async def test_e_opens_the_highlighted_file_in_the_editor(workspace, tmp_path, monkeypatch):
     editor = tmp_path / "editor.py"
     editor.write_text("import sys\nopen(sys.argv[1], 'a').write('# edited\\n')\n")
     monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        import contextlib
-
-        monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # the headless driver has no terminal to hand over
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
+        # The headless driver has no terminal to hand over to the editor.
+        monkeypatch.setattr(pilot.app, "suspend", contextlib.nullcontext)
         await pilot.press("e")
         await pilot.pause()
         assert (workspace.root / "puzzle0" / "workload.py").read_text().endswith("# edited\n")
@@ -169,12 +256,9 @@ async def test_e_opens_the_highlighted_file_in_the_editor(workspace, tmp_path, m
 # -- real runs of puzzle0 ----------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_grading_puzzle0_for_real_streams_stages_and_shows_the_verdict(workspace):
     (workspace.root / "puzzle0" / "answer.toml").write_text("bottleneck = [oops\n")  # a bad answer.toml
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
         seen = []
         panel = screen.query_one(RunPanel)
         original = panel.harness_event
@@ -192,36 +276,47 @@ async def test_grading_puzzle0_for_real_streams_stages_and_shows_the_verdict(wor
         [attempt] = Progress(workspace.db_path).attempts("puzzle0")
         assert attempt["passed"] == 0
         await pilot.press("r")  # the results screen shows the same verdict, with details
-        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.record.verdict, 10)
-        assert len(app.screen.query(CriterionRow)) == 3
+        results = await results_loaded(pilot, lambda record: record.verdict)
+        assert len(results.query(CriterionRow)) == 3
 
 
-@pytest.mark.anyio
 async def test_profiling_puzzle0_for_real_fills_metrics_and_trace(workspace):
-    app = make_app(workspace)
-    async with app.run_test(size=(100, 30)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace, size=(100, 30)) as (pilot, screen):
         await pilot.press("p")
         await finish_run(pilot, screen)
         assert "Profile of baseline" in panel_text(screen), panel_text(screen)
         await pilot.press("r")
-        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.record.baseline, 10)
-        results = app.screen
+        results = await results_loaded(pilot, lambda record: record.profile("baseline"))
         await pilot.press("2")
         table = results.query_one("ProfileView DataTable")
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert "cpu.ops_per_iter" in names and "cpu.time_per_iter_us" in names
-        assert results.record.baseline.trace_path.is_file()
+        assert results.record.profile("baseline", "torch").trace_path.is_file()
         await pilot.press("6")
         command = str(results.query_one("#trace-command").render())
         assert "open_trace_in_ui" in command and "trace.json" in command
 
 
-@pytest.mark.anyio
+async def test_a_memory_runs_second_process_does_not_turn_the_stages_back(workspace):
+    puzzle = dataclasses.replace(get_puzzle("puzzle0"), memory_run=True)
+    kind = run_kind("grade", puzzle)
+    assert kind.stages[-3:] == ("timing", "serving", "grading")
+    async with puzzle_open(workspace) as (pilot, screen):
+        panel = screen.query_one(RunPanel)
+        panel.start(kind)
+        for event in ({"type": "stage", "stage": "timing", "detail": "15 interleaved rounds"},
+                      {"type": "progress", "stage": "timing", "done": 15, "total": 15},
+                      {"type": "stage", "stage": "importing", "detail": "torch"}):  # the memory run's process
+            panel.harness_event(event)
+        chips = lambda: str(panel.query_one("#run-stages").render())  # noqa: E731
+        assert "● time" in chips() and "○ memory run" in chips()
+        assert "importing: torch" in panel_text(screen)
+        panel.harness_event({"type": "stage", "stage": "serving", "detail": "mine: 64 inputs, twice"})
+        assert "✓ time" in chips() and "● memory run" in chips()
+
+
 async def test_cancel_kills_the_workload_process(workspace):
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")
         await wait_until(pilot, lambda: screen._harness is not None and screen._harness._proc is not None, 30)
         harness = screen._harness
@@ -233,31 +328,25 @@ async def test_cancel_kills_the_workload_process(workspace):
         assert Progress(workspace.db_path).attempts("puzzle0") == []  # a cancel is not an attempt
 
 
-@pytest.mark.anyio
 async def test_a_crashing_workload_becomes_a_problem_panel_with_its_output(workspace):
     (workspace.root / "puzzle0" / "workload.py").write_text("def prepare(weights, device):\n    return (\n")
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")
         await finish_run(pilot, screen)
         panel = screen.query_one(RunPanel)
         assert panel.has_class("-problem")
         assert "failed to load" in panel_text(screen)
         await pilot.press("o")
-        assert isinstance(app.screen, OutputScreen)
-        assert "SyntaxError" in app.screen.query_one("#tail").text
+        assert isinstance(pilot.app.screen, OutputScreen)
+        assert "SyntaxError" in pilot.app.screen.query_one("#tail").text
         await pilot.press("escape")
-        assert app.screen is screen
+        assert pilot.app.screen is screen
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("kind, title", [("timeout", "Timed out"), ("oom", "Out of GPU memory"),
                                          ("crashed", "The workload process died")])
 async def test_failed_runs_read_as_panels(workspace, kind, title):
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
         error = RunFailed(kind, "It went wrong.", "line one\nTraceback (most recent call last):\nthe last line\n")
         screen.post_message(RunFinished("grade", error=error))
         await pilot.pause()
@@ -265,28 +354,20 @@ async def test_failed_runs_read_as_panels(workspace, kind, title):
         assert text.startswith(title) and "It went wrong." in text and "the last line" in text
 
 
-@pytest.mark.anyio
 async def test_a_gpu_puzzle_on_a_machine_without_one_is_refused_with_the_reason(workspace):
-    if "puzzle1" not in InfprofApp(workspace).puzzles:
-        pytest.skip("no CUDA puzzle in the catalog")
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_puzzle("puzzle1")
-        await wait_until(pilot, lambda: isinstance(app.screen, PuzzleScreen), 10)
+    needs_puzzle(workspace, "puzzle1")
+    async with puzzle_open(workspace, "puzzle1") as (pilot, screen):
         await pilot.press("g")
         await pilot.pause()
-        assert app.screen.running is None
-        text = panel_text(app.screen)
+        assert screen.running is None
+        text = panel_text(screen)
         assert text.startswith("Cannot run here") and "NVIDIA GPU" in text
         assert not any(workspace.runs_dir.iterdir())  # no subprocess was spent on it
 
 
-@pytest.mark.anyio
 async def test_watch_mode_regrades_when_a_file_is_saved(workspace):
     solution = get_puzzle("puzzle0").solution_dir
-    app = make_app(workspace)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_puzzle0(pilot)
+    async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("w")
         await wait_until(pilot, lambda: screen.watching, 5)
         await pilot.pause(0.5)  # let the watcher start before the save
@@ -300,6 +381,78 @@ async def test_watch_mode_regrades_when_a_file_is_saved(workspace):
         assert rows["correctness"].passed and rows["performance"].passed
         await pilot.press("w")
         assert not screen.watching
+
+
+# -- results of every profiler --------------------------------------------------------------------
+
+
+def record_real_profiles(ws, puzzle_id: str, tmp_path) -> dict[str, Path]:
+    """A baseline profile by each profiler, read from real files recorded on GPUs (tests/fixtures):
+    torch and ncu on the H100 (puzzle1's baseline), nsys on an A100 (a public export, nsys_exports.md)."""
+    from tutor.profilers import nsys_sqlite
+
+    export = tmp_path / "saxpy.sqlite"  # SQLite needs a real file
+    export.write_bytes(gzip.decompress((FIXTURES / "nsys_saxpy_a100_2022.2.sqlite.gz").read_bytes()))
+    metrics = {"torch": ProfileMetrics.from_json((FIXTURES / "h100_puzzle1_baseline_metrics.json").read_text()),
+               "ncu": ncu.extract(FIXTURES / "h100_puzzle1_baseline_ncu.csv"),
+               "nsys": nsys_sqlite.extract(export)}
+    files = {"torch": "trace.json", "ncu": "profile.ncu-rep", "nsys": "profile.nsys-rep"}
+    progress, paths = Progress(ws.db_path), {}
+    for profiler, m in metrics.items():
+        run_dir = ws.runs_dir / f"20250101-12000{len(paths)}-{puzzle_id}-profile-baseline-{profiler}"
+        run_dir.mkdir(parents=True)
+        paths[profiler] = run_dir / files[profiler]
+        paths[profiler].write_text("")
+        progress.record_profile(puzzle_id, "baseline", "c0de", m, paths[profiler], run_dir)
+    return paths
+
+
+async def test_trace_tab_gives_each_profilers_file_and_the_line_that_opens_it(workspace, tmp_path):
+    needs_puzzle(workspace, "puzzle1")
+    files = record_real_profiles(workspace, "puzzle1", tmp_path)
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ResultsScreen(app.puzzles["puzzle1"], "trace"))
+        results = await results_loaded(pilot, lambda record: record.profiles)
+        assert results.profiler == "nsys"  # the newest profile's
+        commands = {}
+        for _ in files:
+            commands[results.profiler] = str(results.query_one("#trace-command").render())
+            assert files[results.profiler].name in str(results.query_one("#trace-path").render())
+            await pilot.press("y")
+            assert app.clipboard == commands[results.profiler]
+            await pilot.press("f")  # the next profiler on record
+        assert commands == {"torch": f"curl -sL {PERFETTO_SCRIPT} | python3 - -i {shell_path(files['torch'])}",
+                            "ncu": f"ncu-ui {shell_path(files['ncu'])}",
+                            "nsys": f"nsys-ui {shell_path(files['nsys'])}"}
+        assert results.profiler == "nsys"  # round the three and back
+
+
+async def test_an_nsight_compute_profile_shows_its_kernel_counters(workspace, tmp_path):
+    needs_puzzle(workspace, "puzzle1")
+    record_real_profiles(workspace, "puzzle1", tmp_path)
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ResultsScreen(app.puzzles["puzzle1"], "kernels"))
+        results = await results_loaded(pilot, lambda record: record.profiles)
+        while results.profiler != "ncu":
+            await pilot.press("f")
+        table = results.query_one(KernelTable)
+        assert {"SM %", "mem %", "occup %", "regs"} <= {str(c.label).rstrip(" ▼") for c in table.columns.values()}
+        assert "category" not in table.column_keys  # Nsight Compute does not sort kernels into categories
+        assert table.row_count == 5
+        await pilot.press("s", "s", "s")  # from total µs: mean, count, then SM % (largest first)
+        assert table.sort_column == "sm_throughput_pct"
+        sm = [float(str(table.get_row_at(i)[table.column_keys.index("sm_throughput_pct")])) for i in range(5)]
+        assert sm == sorted(sm, reverse=True)
+        await pilot.press("2")
+        head = str(results.query_one(".profile-head").render())
+        assert "top kernel" in head and "SM throughput" in head and "profile.ncu-rep" in head
+
+
+def test_a_path_in_an_opener_command_is_quoted_but_keeps_its_tilde():
+    assert shell_path(Path.home() / "my ws" / "profile.ncu-rep") == "~/'my ws/profile.ncu-rep'"
+    assert shell_path("/srv/runs/trace.json") == "/srv/runs/trace.json"
 
 
 # -- start-up ------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""SVG snapshots of the main screens (pytest-textual-snapshot), at 80x24 and at 120x36.
+"""SVG snapshots of the main screens (pytest-textual-snapshot), every one at 80x24, some at 120x36 too.
 
 Deterministic by construction: HOME is the test's tmp folder (paths read ~/ws),
 the machine is stated (no GPU), the theme is fixed, attempts and profiles are
@@ -65,6 +65,24 @@ H100_MINE = ProfileMetrics(device="cuda", values={
     {"name": "cutlass::Kernel2", "category": "gemm", "count": 4, "total_us": 69.73, "mean_us": 17.43, "share": 0.521},
 ])
 
+# Nsight Compute's view of puzzle1's baseline on the H100 (tests/fixtures/h100_puzzle1_baseline_ncu.csv), rounded.
+NCU_KERNEL_ROWS = [  # name, total µs, share, SM %, memory %, achieved occupancy %, registers per thread
+    ("at::elementwise_kernel", 445.8, 0.349, 49.2, 63.0, 83.9, 18),
+    ("at::unrolled_elementwise_kernel", 430.5, 0.337, 68.5, 34.7, 91.9, 32),
+    ("at::vectorized_elementwise_kernel", 241.5, 0.189, 6.7, 82.5, 82.6, 32),
+    ("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT", 128.1, 0.100, 7.2, 65.3, 14.6, 168),
+    ("cublasLt::splitKreduce_kernel", 33.1, 0.026, 3.6, 7.8, 10.7, 32),
+]
+H100_NCU_BASELINE = ProfileMetrics(device="cuda", profiler="ncu", values={
+    "ncu.kernels_profiled": 40.0, "ncu.total_us": 1279.0, "ncu.duration_us": 55.72, "ncu.sm_throughput_pct": 49.22,
+    "ncu.memory_throughput_pct": 63.0, "ncu.dram_gbps": 2111.6, "ncu.dram_bytes": 117909007.8,
+    "ncu.achieved_occupancy_pct": 83.85, "ncu.theoretical_occupancy_pct": 100.0, "ncu.registers_per_thread": 18.0,
+    "ncu.waves_per_sm": 31.03, "ncu.stall.long_scoreboard": 20.37,
+}, kernels=[
+    {"name": name, "count": 8, "total_us": total, "mean_us": total / 8, "share": share, "sm_throughput_pct": sm,
+     "memory_throughput_pct": mem, "achieved_occupancy_pct": occupancy, "registers_per_thread": regs}
+    for name, total, share, sm, mem, occupancy, regs in NCU_KERNEL_ROWS])
+
 
 def verdict(speedup: float, low: float, mine_ms: float, diagnosed: bool, tier: str) -> dict:
     perf = [f"mine: median {mine_ms:.4g} ms over 15 rounds", "baseline: median 78.1 ms over 15 rounds",
@@ -114,18 +132,22 @@ def seed_attempts(ws, crashed_last: bool = False) -> None:
                                 ws.runs_dir / "grade")
 
 
-def seed_gpu_profiles(ws) -> None:
+def seed_gpu_profiles(ws, ncu: bool = False) -> None:
+    """puzzle1's torch profiles (baseline and mine); with `ncu`, then an Nsight Compute baseline (the newest)."""
     progress = Progress(ws.db_path)
-    for which, metrics in (("baseline", H100_BASELINE), ("mine", H100_MINE)):
-        trace = ws.runs_dir / f"20250101-120000-puzzle1-profile-{which}-0000" / "trace.json"
-        trace.parent.mkdir(parents=True)
-        trace.write_text("{}")
-        progress.record_profile("puzzle1", which, "c0de", metrics, trace, trace.parent)
+    profiles = [("baseline", H100_BASELINE, "trace.json"), ("mine", H100_MINE, "trace.json")]
+    if ncu:
+        profiles.append(("baseline", H100_NCU_BASELINE, "profile.ncu-rep"))
+    for i, (which, metrics, name) in enumerate(profiles):
+        path = ws.runs_dir / f"20250101-12000{i}-puzzle1-profile-{which}-0000" / name
+        path.parent.mkdir(parents=True)
+        path.write_text("{}")
+        progress.record_profile("puzzle1", which, "c0de", metrics, path, path.parent)
 
 
-def app_for(ws) -> InfprofApp:
+def app_for(ws, theme: str = "textual-dark") -> InfprofApp:
     app = InfprofApp(ws, machine=CPU_ONLY)
-    app.theme = "textual-dark"
+    app.theme = theme
     return app
 
 
@@ -164,6 +186,12 @@ def test_browser(snap_compare, ws, size):
 def test_browser_on_a_gpu_puzzle_says_why_it_cannot_run(snap_compare, ws):
     needs_puzzle1(ws)
     assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=settle, press=["down"])
+
+
+def test_browser_in_a_light_theme(snap_compare, ws):
+    """Every colour comes from the theme's variables: a light theme needs no styles of its own."""
+    seed_attempts(ws)
+    assert snap_compare(app_for(ws, theme="textual-light"), terminal_size=SMALL, run_before=settle)
 
 
 # -- a puzzle --------------------------------------------------------------------------------------
@@ -214,6 +242,21 @@ def test_puzzle_problem_panel(snap_compare, ws):
     assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=run_before)
 
 
+def test_output_tail(snap_compare, ws):
+    async def run_before(pilot) -> None:
+        await open_screen(lambda app: PuzzleScreen(app.puzzles["puzzle0"]))(pilot)
+        tail = "".join(f"step {i}: loss 0.{i:03d}\n" for i in range(30)) + (
+            "Traceback (most recent call last):\n  File \"workload.py\", line 31, in forward\n"
+            "    return torch.stack(rows)\nRuntimeError: stack expects a non-empty TensorList\n")
+        error = RunFailed("workload_error", "forward() raised RuntimeError in your workload.", tail)
+        pilot.app.screen.post_message(RunFinished("grade", error=error))
+        await pilot.pause()
+        await pilot.press("o")
+        await settle(pilot)
+
+    assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=run_before)
+
+
 # -- results ---------------------------------------------------------------------------------------
 
 
@@ -229,12 +272,21 @@ def test_results_history(snap_compare, ws):
                         run_before=open_screen(lambda app: ResultsScreen(app.puzzles["puzzle0"], "history")))
 
 
-@pytest.mark.parametrize("tab, size", [("kernels", SMALL), ("metrics", LARGE), ("compare", SMALL),
-                                       ("trace", SMALL)])
+@pytest.mark.parametrize("tab, size", [("kernels", SMALL), ("metrics", SMALL), ("metrics", LARGE),
+                                       ("compare", SMALL), ("trace", SMALL)],
+                         ids=["kernels-80x24", "metrics-80x24", "metrics-120x36", "compare-80x24", "trace-80x24"])
 def test_results_of_gpu_profiles(snap_compare, ws, tab, size):
     needs_puzzle1(ws)
     seed_gpu_profiles(ws)
     assert snap_compare(app_for(ws), terminal_size=size,
+                        run_before=open_screen(lambda app: ResultsScreen(app.puzzles["puzzle1"], tab)))
+
+
+@pytest.mark.parametrize("tab", ["kernels", "trace"])
+def test_results_of_an_nsight_compute_profile(snap_compare, ws, tab):
+    needs_puzzle1(ws)
+    seed_gpu_profiles(ws, ncu=True)
+    assert snap_compare(app_for(ws), terminal_size=SMALL,
                         run_before=open_screen(lambda app: ResultsScreen(app.puzzles["puzzle1"], tab)))
 
 
@@ -250,7 +302,24 @@ def test_help_on_a_puzzle(snap_compare, ws):
     assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=run_before)
 
 
+def test_taxonomy(snap_compare, ws):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        pilot.app.action_taxonomy()
+        await settle(pilot)
+
+    assert snap_compare(app_for(ws), terminal_size=SMALL, run_before=run_before)
+
+
 def test_workspace_setup(snap_compare, home):
     app = InfprofApp(None, machine=CPU_ONLY, new_workspace_dir=Path(home) / "infprof-workspace")
     app.theme = "textual-dark"
     assert snap_compare(app, terminal_size=SMALL, run_before=settle)
+
+
+def test_the_readme_screenshot_is_the_current_snapshot():
+    """docs/screenshots/puzzle.svg is a copy of a snapshot this file checks, so the README shows the real app."""
+    root = Path(__file__).parent.parent
+    snapshot = Path(__file__).parent / "__snapshots__" / "test_app_snapshots" / "test_puzzle_after_a_gold_grade.svg"
+    assert (root / "docs" / "screenshots" / "puzzle.svg").read_bytes() == snapshot.read_bytes(), (
+        "copy the updated snapshot to docs/screenshots/puzzle.svg")

@@ -57,9 +57,7 @@ class InfprofApp(App[int]):
 
             self.push_screen(WorkspaceSetupScreen(self.new_workspace_dir))
         else:
-            self.show_browser()
-        if self.workspace is not None:
-            self.sub_title = _short(self.workspace.root)
+            self.use_workspace(self.workspace)
 
     def probe_machine(self) -> None:
         def probe() -> None:
@@ -76,7 +74,12 @@ class InfprofApp(App[int]):
         self.switch_screen(BrowserScreen()) if len(self.screen_stack) > 1 else self.push_screen(BrowserScreen())
 
     def use_workspace(self, workspace: Workspace) -> None:
-        """The setup screen made (or found) a workspace: go to the puzzles."""
+        """Show the puzzles of `workspace` (given at start, or made by the setup screen)."""
+        from tutor.progress import Progress  # loaded with the browser anyway
+
+        # Created here, once, before the workers that read it start: SQLite cannot switch a new file
+        # to WAL from two connections at once (3 threads opening a new db: 4 in 200 tries "database is locked").
+        Progress(workspace.db_path)
         self.workspace = workspace
         self.sub_title = _short(workspace.root)
         self.show_browser()

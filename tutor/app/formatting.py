@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -17,11 +18,13 @@ def duration_us(us: float) -> str:
 
 
 def metric_value(name: str, value: float | None) -> str:
-    """A metric in its unit, read from the name (`_us`, `_mb`, `share`, `fraction`, `bytes`)."""
-    if value is None:
+    """A metric in its unit, read from the name (`_us`, `_mb`, `_pct`, `share`, `fraction`, `bytes`)."""
+    if value is None or math.isnan(value):  # Nsight Compute leaves a counter it could not read empty
         return "—"
     if name.endswith(("share", "fraction")):
         return f"{value:.1%}"
+    if name.endswith("_pct"):
+        return f"{value:.3g}%"
     if _MICROSECONDS.search(name):
         return duration_us(value)
     if name.endswith("_mb"):
@@ -32,7 +35,7 @@ def metric_value(name: str, value: float | None) -> str:
                 return f"{value / size:.3g} {unit}"
         return f"{value:.0f} B"
     if name.endswith("gbps"):
-        return f"{value:.3g} GB/s"
+        return f"{value / 1e3:.3g} TB/s" if value >= 1e3 else f"{value:.3g} GB/s"
     return f"{value:.0f}" if value == int(value) and abs(value) < 1e7 else f"{value:.4g}"
 
 

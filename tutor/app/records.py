@@ -1,7 +1,8 @@
 """What the learner has on record for one puzzle, read from the progress db for the results views.
 
 Read-only: the latest verdict, every attempt (for the history plot), and the
-latest baseline and mine profiles (for metrics, kernels and the side-by-side).
+newest baseline and mine profile from each profiler (for metrics, kernels, the
+side-by-side and the trace).
 """
 
 from __future__ import annotations
@@ -30,11 +31,20 @@ KEY_FIGURES: tuple[tuple[str, str], ...] = (
     ("graphs.replays_per_iter", "graph replays"),
     ("memory.peak_allocated_mb", "peak allocated"),
     ("memory.peak_reserved_mb", "peak reserved"),
+    # Nsight Compute describes the kernel with the most GPU time.
+    ("ncu.duration_us", "duration"),
+    ("ncu.sm_throughput_pct", "SM throughput"),
+    ("ncu.memory_throughput_pct", "memory throughput"),
+    ("ncu.achieved_occupancy_pct", "occupancy"),
+    ("ncu.registers_per_thread", "registers"),
 )
-# The few of them a headline shows, by where the profile ran.
-HEADLINE = {"cuda": ("gpu.busy_fraction", "gpu.idle_us_per_iter", "kernels.per_iter", "sync.calls_per_iter",
+# The few of them a headline shows, by profiler, else by where the profile ran.
+HEADLINE = {"ncu": ("ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct",
+                    "ncu.achieved_occupancy_pct", "ncu.registers_per_thread"),
+            "cuda": ("gpu.busy_fraction", "gpu.idle_us_per_iter", "kernels.per_iter", "sync.calls_per_iter",
                      "memory.peak_reserved_mb"),
             "cpu": ("cpu.time_per_iter_us", "cpu.ops_per_iter", "cpu.allocs_per_iter")}
+TOP_KERNELS = 5  # a breakdown by kernel (no categories: Nsight Compute) shows these and "other"
 
 
 @dataclass(frozen=True)
@@ -52,23 +62,31 @@ class Attempt:
 class ProfileRecord:
     workload: str  # baseline / mine
     metrics: ProfileMetrics
-    trace_path: Path
+    trace_path: Path  # what the profiler wrote: a Chrome trace (torch) or a report (ncu, nsys)
     code_hash: str
+
+    @property
+    def profiler(self) -> str:
+        return self.metrics.profiler
 
 
 @dataclass
 class PuzzleRecord:
     attempts: list[Attempt] = field(default_factory=list)
     verdict: Verdict | None = None  # the latest attempt that was graded
-    baseline: ProfileRecord | None = None
-    mine: ProfileRecord | None = None
+    profiles: list[ProfileRecord] = field(default_factory=list)  # newest first; one per workload and profiler
 
     @property
     def latest(self) -> Attempt | None:
         return self.attempts[-1] if self.attempts else None
 
-    def profile(self, workload: str) -> ProfileRecord | None:
-        return self.baseline if workload == "baseline" else self.mine
+    def profile(self, workload: str, profiler: str | None = None) -> ProfileRecord | None:
+        """The newest `workload` profile by `profiler` (by any profiler when None)."""
+        return next((p for p in self.profiles if p.workload == workload and profiler in (None, p.profiler)), None)
+
+    def profilers(self) -> list[str]:
+        """The profilers that have a profile on record, the most recently used first."""
+        return list(dict.fromkeys(p.profiler for p in self.profiles))
 
 
 def verdict_from_dict(data: dict) -> Verdict:
@@ -87,11 +105,10 @@ def load_record(ws: Workspace, puzzle: Puzzle) -> PuzzleRecord:
             record.verdict = verdict_from_dict(data)
         record.attempts.append(Attempt(number, bool(row["passed"]), row["tier"] or "", row["speedup"],
                                        row["speedup_low"], data.get("timings_ms", {}).get("mine"), failure))
-    for workload in ("baseline", "mine"):
-        row = progress.latest_profile(puzzle.id, workload)
-        if row:
-            setattr(record, workload, ProfileRecord(workload, ProfileMetrics.from_json(row["metrics_json"]),
-                                                    Path(row["trace_path"]), row["code_hash"]))
+    rows = [row for workload in ("baseline", "mine") for row in progress.latest_profiles(puzzle.id, workload)]
+    for row in sorted(rows, key=lambda r: (r["created_at"], r["id"]), reverse=True):
+        record.profiles.append(ProfileRecord(row["workload"], ProfileMetrics.from_json(row["metrics_json"]),
+                                             Path(row["trace_path"]), row["code_hash"]))
     return record
 
 
@@ -102,6 +119,19 @@ def category_shares(metrics: ProfileMetrics) -> dict[str, float]:
     return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
 
 
+def time_breakdown(metrics: ProfileMetrics) -> tuple[str, dict[str, float]]:
+    """What the kernel-time bar shows: shares by category, or by kernel where the profiler has no categories."""
+    shares = category_shares(metrics)
+    if shares:
+        return "share of GPU time by category (%)", shares
+    kernels = sorted(metrics.kernels, key=lambda k: -(k.get("share") or 0))
+    top: dict[str, float] = {}
+    for k in kernels[:TOP_KERNELS]:  # two kernels can share a short name (other template arguments)
+        top[k["name"]] = top.get(k["name"], 0.0) + (k.get("share") or 0.0)
+    rest = sum(k.get("share") or 0.0 for k in kernels[TOP_KERNELS:])
+    return "share of profiled kernel time by kernel (%)", {**top, **({"other": rest} if rest else {})}
+
+
 def compare_rows(baseline: ProfileMetrics | None, mine: ProfileMetrics | None) -> list[tuple[str, float | None, float | None]]:
     """(metric, baseline value, mine value) for every metric either profile has, key figures first."""
     b = baseline.values if baseline else {}
@@ -110,10 +140,3 @@ def compare_rows(baseline: ProfileMetrics | None, mine: ProfileMetrics | None) -
     names = sorted(set(b) | set(m), key=lambda n: (key_order.index(n) if n in key_order else len(key_order), n))
     return [(n, b.get(n), m.get(n)) for n in names if n != "iterations"]
 
-
-PERFETTO_SCRIPT = "https://github.com/google/perfetto/raw/main/tools/open_trace_in_ui"
-
-
-def perfetto_command(trace_path: Path) -> str:
-    """One line that serves the trace on 127.0.0.1:9001 and opens it in ui.perfetto.dev (Perfetto's own script)."""
-    return f"curl -sL {PERFETTO_SCRIPT} | python3 - -i {trace_path}"

@@ -1,4 +1,4 @@
-"""The runs the TUI can start (grade, profile baseline, profile mine) and the one call that does each.
+"""The runs the TUI can start (grade; profile the baseline or mine with a profiler) and the one call that does each.
 
 Runs go through tutor.actions exactly as the CLI's do; this module only names
 them, lists the harness stages each one passes through, and turns every way a
@@ -19,31 +19,70 @@ from tutor.workspace import Workspace
 # Harness and tutor stage names (tutor.protocol.STAGES) -> the short label shown in the progress row.
 STAGE_LABELS = {
     "starting": "start", "importing": "import", "preparing": "prepare", "warmup": "warm-up",
-    "checking": "check", "timing": "time", "profiling": "profile", "extracting": "extract", "grading": "grade",
+    "checking": "check", "timing": "time", "serving": "memory run", "profiling": "profile",
+    "extracting": "extract", "grading": "grade",
 }
+# Profiler id (puzzle.toml `profilers`, `profile --profiler`) -> its name in the learner's words, and what it gives.
+PROFILER_NAMES = {"torch": "the PyTorch profiler", "ncu": "Nsight Compute", "nsys": "Nsight Systems"}
+PROFILER_GIVES = {"torch": "metrics, kernels and a trace for Perfetto",
+                  "ncu": "each kernel's speed of light, occupancy and stall reasons; a report for ncu-ui",
+                  "nsys": "a timeline of kernels, copies, CUDA API calls and NVTX ranges; a report for nsys-ui"}
+WORKLOAD_NAMES = {"baseline": "the baseline", "mine": "your workload"}
 
 
 @dataclass(frozen=True)
 class RunKind:
-    key: str
+    key: str  # "grade", or "profile-<which>-<profiler>"
     title: str  # what the progress panel says is happening
     stages: tuple[str, ...]
     which: str = ""  # the workload a profile run profiles
+    profiler: str = ""  # the profiler a profile run uses
 
 
-GRADE = RunKind("grade", "Grading", ("starting", "importing", "preparing", "warmup", "checking", "timing", "grading"))
+_GRADE_STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "grading")
 _PROFILE_STAGES = ("starting", "importing", "preparing", "warmup", "profiling", "extracting")
-PROFILE_BASELINE = RunKind("profile-baseline", "Profiling the baseline", _PROFILE_STAGES, "baseline")
-PROFILE_MINE = RunKind("profile-mine", "Profiling your workload", _PROFILE_STAGES, "mine")
-RUN_KINDS = {k.key: k for k in (GRADE, PROFILE_BASELINE, PROFILE_MINE)}
+GRADE = RunKind("grade", "Grading", _GRADE_STAGES)
 
 
-def preflight(puzzle: Puzzle, machine: Machine | None) -> TutorError | None:
-    """Why this machine cannot run the puzzle at all, before a subprocess is spent on it."""
-    ready = readiness(puzzle, machine)
-    if ready.ok:
+def run_kind(key: str, puzzle: Puzzle) -> RunKind:
+    """`grade`, `profile-<which>` (the puzzle's first profiler) or `profile-<which>-<profiler>`."""
+    if key == "grade":
+        # A memory run serves the learner's workload in a second process once the timing is done.
+        stages = (*_GRADE_STAGES[:-1], "serving", "grading") if puzzle.memory_run else _GRADE_STAGES
+        return RunKind("grade", "Grading", stages)
+    _, which, *rest = key.split("-")
+    profiler = rest[0] if rest else puzzle.profilers[0]
+    title = f"Profiling {WORKLOAD_NAMES[which]}"
+    if profiler != puzzle.profilers[0]:
+        title += f" with {PROFILER_NAMES.get(profiler, profiler)}"
+    return RunKind(f"profile-{which}-{profiler}", title, _PROFILE_STAGES, which, profiler)
+
+
+def profiler_problem(profiler: str, machine: Machine | None) -> TutorError | None:
+    """Why `profiler` cannot run here (the profiler's own message and install advice), or None."""
+    if profiler == "torch":
+        if machine is not None and not machine.torch_installed:
+            return EnvironmentProblem("PyTorch is not installed in the tutor's environment.",
+                                      "Reinstall with `make run`.")
         return None
-    return EnvironmentProblem(f"{puzzle.id} cannot run on this machine ({ready.label}).", ready.why)
+    from tutor.profilers import ncu, nsys_run  # light modules: finding a tool loads nothing heavy
+
+    finder = {"ncu": ncu.find_ncu, "nsys": nsys_run.find_nsys}.get(profiler)
+    if finder is None:
+        return EnvironmentProblem(f"infprof-tutor has no profiler called {profiler!r}.")
+    try:
+        finder()
+    except EnvironmentProblem as e:
+        return e
+    return None
+
+
+def preflight(kind: RunKind, puzzle: Puzzle, machine: Machine | None) -> TutorError | None:
+    """Why this machine cannot do this run at all, before a subprocess is spent on it."""
+    ready = readiness(puzzle, machine)
+    if not ready.ok:
+        return EnvironmentProblem(f"{puzzle.id} cannot run on this machine ({ready.label}).", ready.why)
+    return profiler_problem(kind.profiler, machine) if kind.profiler else None
 
 
 def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[dict], None],
@@ -56,9 +95,9 @@ def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[di
 
     on_event({"type": "stage", "stage": "starting", "detail": "starting the workload process"})
     try:
-        if kind is GRADE:
+        if kind.key == "grade":
             return actions.grade(ws, puzzle, on_event, register)
-        return actions.profile(ws, puzzle, kind.which, on_event, register)
+        return actions.profile(ws, puzzle, kind.which, on_event, register, profiler=kind.profiler)
     except TutorError:
         raise
     except ValueError as e:  # an unreadable trace names itself in the message

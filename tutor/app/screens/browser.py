@@ -31,11 +31,11 @@ class BrowserScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Vertical(id="puzzles") as box:
+        with Vertical(id="puzzles", classes="panel") as box:
             box.border_title = "Puzzles"
             yield PuzzleListHeader(id="columns")
             yield PuzzleList(list(self.app.puzzles.values()), id="puzzle-list")
-        yield PuzzleCard(id="card")
+        yield PuzzleCard(id="card", classes="panel")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

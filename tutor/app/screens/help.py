@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.content import Content
-from textual.widgets import Footer, Markdown, Static
+from textual.containers import Grid, Vertical
+from textual.screen import Screen
+from textual.widgets import Markdown, Static
+
+from tutor.app.screens.dialog import Dialog
 
 HOW_IT_WORKS = """\
 ## How it works
@@ -23,11 +24,9 @@ HOW_IT_WORKS = """\
 Every run is a separate process: a crash, hang or out-of-memory shows here as a panel with the
 last lines of its output (`o` shows all of it), never as a crash of the tutor. `c` stops a run.
 
-`ctrl+p` opens the command palette: every action, every puzzle, the taxonomy and the themes.
+`ctrl+p` opens the command palette: every action (profiling with each of the puzzle's profilers
+too), every puzzle, the taxonomy and the themes.
 """
-
-
-KEY_WIDTH = 10
 
 
 def _keys(binding: Binding) -> str:
@@ -35,50 +34,56 @@ def _keys(binding: Binding) -> str:
     return " ".join({"question_mark": "?", "escape": "esc"}.get(k, k) for k in names)
 
 
-def key_lines(title: str, bindings: list[Binding]) -> Content:
-    lines = [Content.styled(title, "bold $text-accent")]
-    for b in bindings:
-        if b.description:
-            lines.append(Content.assemble(("  " + _keys(b).ljust(KEY_WIDTH), "bold $text-primary"),
-                                          b.tooltip or b.description))
-    return Content("\n").join(lines)
+class KeyTable(Vertical):
+    """A title, then one row per binding: its keys, and what it does (wrapped beside the keys, not under them)."""
+
+    DEFAULT_CSS = """
+    KeyTable { height: auto; margin-bottom: 1; }
+    KeyTable > .key-title { color: $text-accent; text-style: bold; }
+    KeyTable > Grid { grid-size: 2; grid-columns: 12 1fr; grid-rows: auto; height: auto; }
+    KeyTable .key { padding-left: 2; color: $text-primary; text-style: bold; }
+    """
+
+    def __init__(self, title: str, bindings: list[Binding]) -> None:
+        super().__init__()
+        self.heading, self.bindings = title, [b for b in bindings if b.description]
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.heading, classes="key-title")
+        with Grid():
+            for b in self.bindings:
+                yield Static(_keys(b), classes="key")
+                yield Static(b.tooltip or b.description)
 
 
-class HelpScreen(ModalScreen):
-    CSS_PATH = "modal.tcss"
+class HelpScreen(Dialog):
+    """The keys of the screen below (each with what it does), the keys of every screen, how the tutor works."""
+
     BINDINGS = [Binding("escape,question_mark,q,f1", "dismiss", "Close")]
+    DIALOG_TITLE = "Help"
 
     def __init__(self, below: Screen) -> None:
         super().__init__()
         self.below = below
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         name = getattr(self.below, "HELP_TITLE", "this screen")
         own = [b if isinstance(b, Binding) else Binding(*b) for b in type(self.below).BINDINGS]
         seen = {b.key for b in own}
         everywhere = [b for b in self.app.BINDINGS if isinstance(b, Binding) and b.key not in seen]
         everywhere.append(Binding("ctrl+p", "", "Palette", tooltip="command palette: every action, puzzle, theme"))
-        with VerticalScroll(classes="dialog") as box:
-            box.border_title = "Help"
-            box.border_subtitle = "escape closes"
-            yield Static(key_lines(f"Keys on {name}", own), classes="keys")
-            yield Static(key_lines("Keys everywhere", everywhere), classes="keys")
-            yield Markdown(HOW_IT_WORKS)
-        yield Footer(compact=True)
+        yield KeyTable(f"Keys on {name}", own)
+        yield KeyTable("Keys everywhere", everywhere)
+        yield Markdown(HOW_IT_WORKS)
 
 
-class TaxonomyScreen(ModalScreen):
+class TaxonomyScreen(Dialog):
     """The bottleneck ids a learner can name in answer.toml."""
 
-    CSS_PATH = "modal.tcss"
-    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+    DIALOG_TITLE = "Bottleneck taxonomy"
+    DIALOG_SUBTITLE = "name one of these in answer.toml"
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         from tutor.taxonomy import bottlenecks
 
-        text = "\n".join(f"- **`{bid}`** — {meaning}" for bid, meaning in bottlenecks().items())
-        with VerticalScroll(classes="dialog") as box:
-            box.border_title = "Bottleneck taxonomy"
-            box.border_subtitle = "name one of these in answer.toml"
-            yield Markdown(text)
-        yield Footer(compact=True)
+        yield Markdown("\n".join(f"- **`{bid}`** — {meaning}" for bid, meaning in bottlenecks().items()))

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Static, TextArea
 
+from tutor.app.screens.dialog import Dialog
 from tutor.errors import TutorError
 
 
-class OutputScreen(ModalScreen):
-    CSS_PATH = "modal.tcss"
+class OutputScreen(Dialog):
     BINDINGS = [Binding("escape,o,q", "dismiss", "Close")]
+    DIALOG_TITLE = "Output of the workload (last lines)"
+    WIDE = True
 
     def __init__(self, error: TutorError) -> None:
         super().__init__()
         self.error = error
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog wide") as box:
-            box.border_title = "Output of the workload (last lines)"
-            yield Static(self.error.message, classes="lead")
-            yield TextArea(self.error.output_tail, read_only=True, show_line_numbers=False, id="tail")
-        yield Footer(compact=True)
+    def compose_body(self) -> ComposeResult:
+        yield Static(self.error.message, classes="lead")
+        yield TextArea(self.error.output_tail, read_only=True, show_line_numbers=False, id="tail")
 
     def on_mount(self) -> None:
         tail = self.query_one("#tail", TextArea)

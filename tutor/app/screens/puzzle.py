@@ -24,7 +24,7 @@ from textual.widgets import Footer, Header, Markdown, Static
 
 from tutor.app.formatting import in_workspace, short_path
 from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
-from tutor.app.runs import GRADE, RUN_KINDS, RunKind, execute, preflight
+from tutor.app.runs import PROFILER_GIVES, RunKind, execute, preflight, profiler_problem, run_kind
 from tutor.app.widgets.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
 from tutor.app.widgets.puzzle_card import readiness_line, status_line
@@ -156,8 +156,8 @@ class PuzzleScreen(Screen):
         if self.running is not None:
             self.notify("A run is in progress: c cancels it.", severity="warning")
             return
-        kind = RUN_KINDS[key]
-        problem = preflight(self.puzzle, self.app.machine)
+        kind = run_kind(key, self.puzzle)
+        problem = preflight(kind, self.puzzle, self.app.machine)
         if problem is not None:
             self._show_problem(problem)
             return
@@ -209,7 +209,7 @@ class PuzzleScreen(Screen):
         else:
             self._last_problem = None
             outcome = message.result
-            panel.profile(RUN_KINDS[message.kind_key].which, outcome.metrics,
+            panel.profile(run_kind(message.kind_key, self.puzzle).which, outcome.metrics,
                           in_workspace(outcome.trace_path, self.ws.root))
         self.refresh_bindings()
         self.load_standing()
@@ -335,10 +335,7 @@ class PuzzleScreen(Screen):
     def palette_commands(self):
         p = self.puzzle.id
         yield SystemCommand("Grade", f"check, time and grade your {p} files (g)", lambda: self.action_run("grade"))
-        yield SystemCommand("Profile the baseline", f"metrics and a trace of {p}'s baseline (p)",
-                            lambda: self.action_run("profile-baseline"))
-        yield SystemCommand("Profile mine", f"metrics and a trace of your {p} workload (P)",
-                            lambda: self.action_run("profile-mine"))
+        yield from self._profile_commands()
         if self.running is not None:
             yield SystemCommand("Cancel the run", "stop the workload process (c)", self.action_cancel)
         yield SystemCommand("Watch mode on/off", "re-grade on every save (w)", self.action_toggle_watch)
@@ -346,6 +343,19 @@ class PuzzleScreen(Screen):
         for name in self.puzzle.editable:
             yield SystemCommand(f"Edit {name}", f"open {p}/{name} in $EDITOR", lambda n=name: self.action_edit(n))
         yield SystemCommand("Results", "verdict, metrics, kernels, history (r)", self.action_results)
+
+    def _profile_commands(self):
+        """Profile the baseline or mine with each profiler the puzzle lists; one not installed says so."""
+        first = self.puzzle.profilers[0]
+        for profiler in self.puzzle.profilers:
+            problem = profiler_problem(profiler, self.app.machine)
+            gives = f"not available here: {problem.message}" if problem else PROFILER_GIVES.get(profiler, "")
+            for which, title, key in (("baseline", "Profile the baseline", "p"), ("mine", "Profile mine", "P")):
+                if profiler == first:
+                    yield SystemCommand(title, f"{gives} ({key})", lambda w=which: self.action_run(f"profile-{w}"))
+                else:
+                    yield SystemCommand(f"{title} with {profiler}", gives,
+                                        lambda w=which, f=profiler: self.action_run(f"profile-{w}-{f}"))
 
 
 def _editor_command() -> list[str] | None:

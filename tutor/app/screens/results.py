@@ -1,4 +1,8 @@
-"""Results of one puzzle: the latest verdict, the profiles' metrics and kernels, baseline vs mine, the history."""
+"""Results of one puzzle: the latest verdict, the profiles' metrics and kernels, baseline vs mine, the history.
+
+The profile tabs show one profiler's profiles at a time (torch, ncu, nsys: their
+metrics differ), the most recently used first; `f` moves to the next one on record.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
-from tutor.app.records import PuzzleRecord, load_record, perfetto_command
+from tutor.app.openers import opener_for
+from tutor.app.records import ProfileRecord, PuzzleRecord, load_record
+from tutor.app.runs import PROFILER_NAMES
 from tutor.app.widgets.attempts_plot import AttemptsPlot
 from tutor.app.widgets.kernels import KernelsView, KernelTable
 from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView
@@ -27,14 +33,16 @@ class ResultsScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", tooltip="back to the puzzle"),
         Binding("t", "switch_profile", "Baseline/mine", tooltip="show the baseline or your profile (Metrics, Kernels, Trace)"),
+        Binding("f", "next_profiler", "Profiler", tooltip="show the next profiler's profiles (torch, ncu, nsys)"),
         Binding("s", "sort", "Sort", tooltip="sort the kernel table by the next column (or click a header)"),
-        Binding("y", "copy_command", "Copy Perfetto cmd", tooltip="copy the command that opens the trace in Perfetto"),
+        Binding("y", "copy_command", "Copy open cmd", tooltip="copy the line that opens the trace or report"),
         *(Binding(str(i), f"show_tab('{tab}')", tab.capitalize(), show=False, tooltip=f"the {tab} tab")
           for i, tab in enumerate(TABS, 1)),
         Binding("q", "app.quit", "Quit", show=False, tooltip="quit"),
     ]
 
-    which: reactive[str] = reactive("baseline", init=False)  # the profile Metrics and Kernels show
+    which: reactive[str] = reactive("baseline", init=False)  # the profile Metrics, Kernels and Trace show
+    profiler: reactive[str] = reactive("", init=False)  # whose profiles the profile tabs show
 
     def __init__(self, puzzle: Puzzle, tab: str = "verdict") -> None:
         super().__init__()
@@ -71,9 +79,11 @@ class ResultsScreen(Screen):
 
     def _show(self, record: PuzzleRecord) -> None:
         self.record = record
+        on_record = record.profilers()
+        if self.profiler not in on_record:
+            self.set_reactive(ResultsScreen.profiler, (on_record or self.puzzle.profilers)[0])
         self._show_verdict()
         self._show_profile()
-        self.query_one(CompareView).show(record.baseline, record.mine)
         self.query_one(AttemptsPlot).show(self.puzzle, record.attempts)
         self.refresh_bindings()
 
@@ -94,13 +104,24 @@ class ResultsScreen(Screen):
         head.update(Content("\n").join(lines))
         self.query_one(VerdictView).show(record.verdict)
 
+    @property
+    def shown_profile(self) -> ProfileRecord | None:
+        """The profile the Metrics, Kernels and Trace tabs show (None when there is none on record)."""
+        return self.record.profile(self.which, self.profiler)
+
     def _show_profile(self) -> None:
-        profile = self.record.profile(self.which)
-        self.query_one(ProfileView).show(profile, self.which, self.app.workspace.root)
-        self.query_one(KernelsView).show(profile, self.which)
-        self.query_one(TraceView).show(profile, self.which, self.app.workspace.root)
+        profile, root = self.shown_profile, self.app.workspace.root
+        self.query_one(ProfileView).show(profile, self.which, root, self.profiler)
+        self.query_one(KernelsView).show(profile, self.which, self.profiler)
+        self.query_one(TraceView).show(profile, self.which, root, self.profiler)
+        self.query_one(CompareView).show(self.record.profile("baseline", self.profiler),
+                                         self.record.profile("mine", self.profiler), self.profiler)
+        self.refresh_bindings()
 
     def watch_which(self) -> None:
+        self._show_profile()
+
+    def watch_profiler(self) -> None:
         self._show_profile()
 
     @on(TabbedContent.TabActivated)
@@ -114,13 +135,15 @@ class ResultsScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if not self.is_mounted:
             return True
+        profile = self.shown_profile
         if action == "switch_profile":
             return self.tab in ("metrics", "kernels", "trace")
+        if action == "next_profiler":
+            return self.tab in ("metrics", "kernels", "compare", "trace") and len(self.record.profilers()) > 1
         if action == "sort":
-            return self.tab == "kernels" and bool(self.record.profile(self.which) and
-                                                  self.record.profile(self.which).metrics.kernels)
+            return self.tab == "kernels" and bool(profile and profile.metrics.kernels)
         if action == "copy_command":
-            return self.tab in ("metrics", "trace") and self.record.profile(self.which) is not None
+            return self.tab in ("metrics", "trace") and profile is not None
         return True
 
     def action_show_tab(self, tab: str) -> None:
@@ -130,21 +153,34 @@ class ResultsScreen(Screen):
         self.which = "mine" if self.which == "baseline" else "baseline"
         self.notify(f"Showing the {self.which} profile.", timeout=2)
 
+    def action_next_profiler(self) -> None:
+        on_record = self.record.profilers()
+        if on_record:
+            at = on_record.index(self.profiler) if self.profiler in on_record else -1
+            self.profiler = on_record[(at + 1) % len(on_record)]
+            self.notify(f"Showing the profiles by {PROFILER_NAMES.get(self.profiler, self.profiler)}.", timeout=2)
+
     def action_sort(self) -> None:
         title = self.query_one(KernelTable).next_sort()
         self.notify(f"Kernels sorted by {title}.", timeout=2)
 
     def action_copy_command(self) -> None:
-        profile = self.record.profile(self.which)
+        profile = self.shown_profile
         if profile is not None:
-            self.app.copy_to_clipboard(perfetto_command(profile.trace_path))
-            self.notify("Copied the command that opens the trace in Perfetto.", timeout=3)
+            opener = opener_for(profile.profiler)
+            self.app.copy_to_clipboard(opener.command(profile.trace_path))
+            self.notify(f"Copied the command that opens the {opener.noun} in {opener.viewer}.", timeout=3)
 
     def palette_commands(self):
         for i, tab in enumerate(TABS, 1):
             yield SystemCommand(f"Show {tab}", f"the {tab} tab ({i})", lambda t=tab: self.action_show_tab(t))
-        yield SystemCommand("Switch baseline/mine profile", "which profile Metrics and Kernels show (t)",
+        yield SystemCommand("Switch baseline/mine profile", "which profile Metrics, Kernels and Trace show (t)",
                             self.action_switch_profile)
-        if self.record.profile(self.which):
-            yield SystemCommand("Copy the Perfetto command", "opens the trace in ui.perfetto.dev (y)",
+        for profiler in self.record.profilers():
+            yield SystemCommand(f"Show the {profiler} profiles", f"Metrics, Kernels, Compare and Trace by "
+                                f"{PROFILER_NAMES.get(profiler, profiler)} (f)",
+                                lambda p=profiler: setattr(self, "profiler", p))
+        if self.shown_profile:
+            opener = opener_for(self.shown_profile.profiler)
+            yield SystemCommand(f"Copy the {opener.viewer} command", f"the line that opens the {opener.noun} (y)",
                                 self.action_copy_command)

@@ -15,10 +15,8 @@ from textual.widgets import Button, Footer, Header, Input, Static
 from tutor.app.formatting import short_path
 from tutor.errors import TutorError
 
-INTRO = """\
-A workspace holds your copy of every puzzle's files (you edit them there), and a
-.infprof/ folder with your progress database and the traces of your runs.
-Nothing else on your machine is touched."""
+INTRO = ("A workspace holds your copy of every puzzle's files (you edit them there), and a .infprof/ folder "
+         "with your progress database and the traces of your runs. Nothing else on your machine is touched.")
 
 
 class WorkspaceSetupScreen(Screen):

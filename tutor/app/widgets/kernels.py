@@ -2,33 +2,71 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from tutor.app.records import ProfileRecord, category_shares
+from tutor.app.records import ProfileRecord, time_breakdown
+from tutor.app.widgets.metrics import no_profile
 
-# column key -> (title, numeric); sorting a numeric column puts the largest first.
-# Numbers first and the (long) kernel name last, so the numbers stay on screen at 80 columns.
-COLUMNS = {"share": ("share", True), "total_us": ("total µs", True), "mean_us": ("mean µs", True),
-           "count": ("count", True), "category": ("category", False), "name": ("kernel", False)}
+@dataclass(frozen=True)
+class Column:
+    title: str
+    numeric: bool = True  # sorted largest first; text columns sort A to Z
+    fmt: str = "{:.1f}"
+
+
+# Every column a profiler's kernel rows may have; a table shows those its rows have. Numbers first and
+# the (long) kernel name last, so the numbers stay on screen at 80 columns. The ncu.* columns are
+# Nsight Compute's view of each kernel (tutor.profilers.ncu).
+COLUMNS = {
+    "share": Column("share", fmt="{:.1%}"), "total_us": Column("total µs"),
+    "mean_us": Column("mean µs", fmt="{:.2f}"), "count": Column("count", fmt="{:.0f}"), "sm_throughput_pct": Column("SM %", fmt="{:.0f}"),
+    "memory_throughput_pct": Column("mem %", fmt="{:.0f}"), "achieved_occupancy_pct": Column("occup %", fmt="{:.0f}"),
+    "registers_per_thread": Column("regs", fmt="{:.0f}"), "category": Column("category", numeric=False),
+    "name": Column("kernel", numeric=False),
+}
+
+
+def _cell(value, column: Column) -> Text | str:
+    if not column.numeric:
+        return "—" if value is None else str(value)
+    missing = value is None or (isinstance(value, float) and math.isnan(value))
+    return Text("—" if missing else column.fmt.format(value), justify="right")
+
+
+def _sort_key(kernel: dict, key: str, column: Column) -> tuple:
+    value = kernel.get(key)
+    missing = value is None or (isinstance(value, float) and math.isnan(value))
+    return missing, 0 if missing else (-value if column.numeric else str(value)), kernel["name"]
 
 
 class KernelTable(DataTable):
-    """One row per kernel name; `sort_by(column)` or a click on a header re-sorts it."""
+    """One row per kernel name, in the columns its profiler gives; `sort_by(column)` or a header click re-sorts."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.kernels: list[dict] = []
         self.sort_column = "total_us"
 
-    def on_mount(self) -> None:
-        for key, (title, _) in COLUMNS.items():
-            self.add_column(title, key=key)
+    @property
+    def column_keys(self) -> list[str]:
+        return [str(key.value) for key in self.columns]
 
     def show(self, kernels: list[dict]) -> None:
         self.kernels = list(kernels)
+        keys = [key for key in COLUMNS if key == "name" or any(key in k for k in self.kernels)]
+        if keys != self.column_keys:
+            self.clear(columns=True)
+            for key in keys:
+                self.add_column(COLUMNS[key].title, key=key)
+        if self.sort_column not in keys:
+            self.sort_column = "total_us"
         self._fill()
 
     def sort_by(self, column: str) -> None:
@@ -36,21 +74,18 @@ class KernelTable(DataTable):
         self._fill()
 
     def next_sort(self) -> str:
-        keys = list(COLUMNS)
+        keys = self.column_keys
         self.sort_by(keys[(keys.index(self.sort_column) + 1) % len(keys)])
-        return COLUMNS[self.sort_column][0]
+        return COLUMNS[self.sort_column].title
 
     def _fill(self) -> None:
-        numeric = COLUMNS[self.sort_column][1]
-        rows = sorted(self.kernels, key=lambda k: (-k[self.sort_column] if numeric else str(k[self.sort_column]),
-                                                   k["name"]))
+        keys = self.column_keys
+        sort = COLUMNS[self.sort_column]
         self.clear()
-        for k in rows:
-            self.add_row(Text(f"{k['share']:.1%}", justify="right"), Text(f"{k['total_us']:.1f}", justify="right"),
-                         Text(f"{k['mean_us']:.2f}", justify="right"), Text(str(k["count"]), justify="right"),
-                         k["category"], k["name"])
-        for key, (title, _) in COLUMNS.items():
-            self.columns[key].label = Text(title + (" ▼" if key == self.sort_column else ""))
+        for k in sorted(self.kernels, key=lambda k: _sort_key(k, self.sort_column, sort)):
+            self.add_row(*(_cell(k.get(key), COLUMNS[key]) for key in keys))
+        for key in keys:
+            self.columns[key].label = Text(COLUMNS[key].title + (" ▼" if key == self.sort_column else ""))
         self.refresh()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
@@ -58,8 +93,11 @@ class KernelTable(DataTable):
         self.sort_by(str(event.column_key.value))
 
 
+LABEL_WIDTH = 24  # of a bar's name: kernel names run long, and the bars need the width
+
+
 class KernelBreakdown(Vertical):
-    """Share of GPU time per category, as a horizontal bar chart (textual-plotext)."""
+    """Share of GPU time per category (or per kernel), as a horizontal bar chart (textual-plotext)."""
 
     DEFAULT_CSS = """
     KernelBreakdown { height: auto; }
@@ -71,7 +109,7 @@ class KernelBreakdown(Vertical):
 
         yield PlotextPlot()
 
-    def show(self, shares: dict[str, float]) -> None:
+    def show(self, title: str, shares: dict[str, float]) -> None:
         from textual_plotext import PlotextPlot
 
         plot = self.query_one(PlotextPlot)
@@ -79,9 +117,9 @@ class KernelBreakdown(Vertical):
         plt = plot.plt
         plt.clear_figure()
         # plotext draws the first bar at the bottom: reversed, the largest share is on top.
-        names = [f"{name} {share:.0%}" for name, share in reversed(shares.items())]
+        names = [f"{name[:LABEL_WIDTH]} {share:.0%}" for name, share in reversed(shares.items())]
         plt.bar(names, [round(100 * s, 1) for s in reversed(shares.values())], orientation="horizontal", width=0.3)
-        plt.title("share of GPU time by category (%)")
+        plt.title(title)
         plt.xlim(0, 100)
         plot.refresh()
 
@@ -98,7 +136,7 @@ class KernelsView(Vertical):
         yield KernelTable()
         yield KernelBreakdown()
 
-    def show(self, record: ProfileRecord | None, which: str) -> None:
+    def show(self, record: ProfileRecord | None, which: str, profiler: str) -> None:
         head = self.query_one(".kernels-head", Static)
         table = self.query_one(KernelTable)
         breakdown = self.query_one(KernelBreakdown)
@@ -106,10 +144,12 @@ class KernelsView(Vertical):
         table.show(kernels)
         table.display = breakdown.display = bool(kernels)
         if record is None:
-            head.update(f"No {which} profile yet: p on the puzzle profiles the baseline, P yours.")
+            head.update(no_profile(which, profiler))
         elif not kernels:
             head.update(f"The {which} profile ran on the {record.metrics.device.upper()}: it has no GPU kernels. "
                         "Its host-side numbers (time, aten ops, allocations per forward) are in Metrics.")
         else:
-            head.update(f"{which} profile · {len(kernels)} kernels · s or a click on a header sorts · t switches")
-            breakdown.show(category_shares(record.metrics))
+            head.update(Content.assemble((f"{which} profile", "bold"),
+                                         f" · {record.profiler} · {len(kernels)} kernels",
+                                         (" · s or a click on a header sorts", "$foreground-muted")))
+            breakdown.show(*time_breakdown(record.metrics))

@@ -1,4 +1,4 @@
-"""A profile's numbers: headline figures, the trace and how to open it, every metric with its meaning."""
+"""A profile's numbers: headline figures, the trace or report and how to open it, every metric with its meaning."""
 
 from __future__ import annotations
 
@@ -10,26 +10,47 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from tutor.app.formatting import in_workspace, metric_value, ratio, short_path
-from tutor.app.records import HEADLINE, KEY_FIGURES, ProfileRecord, compare_rows, perfetto_command
+from tutor.app.formatting import in_workspace, metric_value, ratio
+from tutor.app.openers import opener_for
+from tutor.app.records import HEADLINE, KEY_FIGURES, ProfileRecord, compare_rows
+from tutor.app.runs import PROFILER_NAMES
 from tutor.metrics import describe
 
 MUTED = "$foreground-muted"
 
 
+def profile_title(record: ProfileRecord, which: str) -> Content:
+    """`baseline profile · torch profiler · cuda`: whose profile, by which profiler, of which device."""
+    return Content.assemble((f"{which} profile", "bold"),
+                            (f" · {record.profiler} profiler · {record.metrics.device}", MUTED))
+
+
+def how_to_profile(which: str, profiler: str) -> str:
+    if profiler == "torch":
+        return {"baseline": "p on the puzzle profiles the baseline", "mine": "P on the puzzle profiles yours"}[which]
+    return f"on the puzzle, ctrl+p → Profile {'the baseline' if which == 'baseline' else 'mine'} with {profiler}"
+
+
+def no_profile(which: str, profiler: str) -> Content:
+    """What to do when there is no `which` profile by `profiler` to show."""
+    return Content.assemble((f"No {which} profile by {PROFILER_NAMES.get(profiler, profiler)} yet: ", "bold"),
+                            how_to_profile(which, profiler), ".")
+
+
 def headline(record: ProfileRecord) -> Content:
-    """Busy or idle, launches, memory (or the host's side of a CPU run), per forward() unless said."""
+    """Busy or idle, launches, memory (the host's side of a CPU run; the top kernel under Nsight Compute)."""
     values, labels = record.metrics.values, dict(KEY_FIGURES)
-    names = HEADLINE.get(record.metrics.device, HEADLINE["cpu"])
+    names = HEADLINE.get(record.profiler) or HEADLINE.get(record.metrics.device, HEADLINE["cpu"])
     parts = [Content.assemble((labels[name] + " ", MUTED), (metric_value(name, values[name]), "bold"))
              for name in names if name in values]
     if record.metrics.device == "cpu":
         parts.append(Content.styled("no GPU activity", MUTED))
-    return Content.assemble(("per forward(): ", MUTED), Content(" · ").join(parts))
+    lead = "top kernel (most GPU time): " if record.profiler == "ncu" else "per forward(): "
+    return Content.assemble((lead, MUTED), Content(" · ").join(parts))
 
 
 class TraceView(VerticalScroll):
-    """Where a profile's trace is and the one line that opens it in Perfetto (wrapped, never cut)."""
+    """Where a profile's trace or report is, and the line that opens it in its profiler's viewer (wrapped, never cut)."""
 
     DEFAULT_CSS = """
     TraceView > Static { height: auto; }
@@ -42,31 +63,30 @@ class TraceView(VerticalScroll):
         yield Static(id="trace-title")
         yield Static(id="trace-path", classes="indent")
         yield Static("Open it", classes="heading")
-        yield Static(Content.assemble("• in a browser: ", ("https://ui.perfetto.dev", "underline"),
-                                      " → Open trace file"), classes="indent")
-        yield Static("• from a shell, with Perfetto's own script (y copies the line):", classes="indent")
+        yield Static(id="trace-gui", classes="indent")
+        yield Static(id="trace-shell", classes="indent")
         yield Static(id="trace-command", classes="command")
-        yield Static(Content.styled("on a remote machine add -n and forward the port: ssh -L 9001:127.0.0.1:9001 HOST",
-                                    MUTED), classes="command")
+        yield Static(id="trace-remote", classes="command")
         yield Static("What to look for", classes="heading")
-        yield Static("• each forward() sits in an infprof:iter range: the metrics count only what is inside them",
-                     classes="indent")
-        yield Static("• gaps between kernels on the GPU rows are idle time; the host rows above them say why",
-                     classes="indent")
+        yield Static(id="trace-look-for", classes="indent")
 
-    def show(self, record: ProfileRecord | None, which: str, root: Path) -> None:
+    def show(self, record: ProfileRecord | None, which: str, root: Path, profiler: str) -> None:
         for child in self.children[1:]:
             child.display = record is not None
         title = self.query_one("#trace-title", Static)
         if record is None:
-            title.update(f"No {which} profile yet, so no trace: p on the puzzle profiles the baseline, P yours.")
+            title.update(no_profile(which, profiler))
             return
-        title.update(Content.assemble((f"The {which} trace", "bold"),
-                                      (f" · {record.metrics.profiler} profiler, Chrome JSON · t switches", MUTED)))
+        opener = opener_for(record.profiler)
+        title.update(Content.assemble((f"The {which} {opener.noun}", "bold"), (f" · {opener.file_kind}", MUTED)))
         missing = "  (deleted since)" if not record.trace_path.exists() else ""
         self.query_one("#trace-path", Static).update(
             Content.assemble(in_workspace(record.trace_path, root), (missing, "$text-error")))
-        self.query_one("#trace-command", Static).update(perfetto_command(Path(short_path(record.trace_path))))
+        self.query_one("#trace-gui", Static).update(f"• {opener.gui}")
+        self.query_one("#trace-shell", Static).update(f"• from a shell, {opener.shell} (y copies the line):")
+        self.query_one("#trace-command", Static).update(opener.command(record.trace_path))
+        self.query_one("#trace-remote", Static).update(Content.styled(opener.remote, MUTED))
+        self.query_one("#trace-look-for", Static).update("\n".join(f"• {line}" for line in opener.look_for))
 
 
 class ProfileView(Vertical):
@@ -86,19 +106,19 @@ class ProfileView(Vertical):
         table.add_column("meaning", key="meaning")
         yield table
 
-    def show(self, record: ProfileRecord | None, which: str, root: Path) -> None:
+    def show(self, record: ProfileRecord | None, which: str, root: Path, profiler: str) -> None:
         head = self.query_one(".profile-head", Static)
         table = self.query_one(DataTable)
         table.clear()
         if record is None:
-            head.update(Content.assemble((f"No {which} profile yet. ", "bold"),
-                                         "On the puzzle, p profiles the baseline and P profiles yours."))
+            head.update(no_profile(which, profiler))
             return
+        noun = opener_for(record.profiler).noun
         head.update(Content("\n").join([
-            Content.assemble((f"{which} profile", "bold"), (f" · {record.metrics.profiler} profiler · "
-                                                            f"{record.metrics.device} · t switches", MUTED)),
+            profile_title(record, which),
             headline(record),
-            Content.assemble(("trace ", MUTED), in_workspace(record.trace_path, root), ("  (6: how to open it)", MUTED)),
+            Content.assemble((f"{noun} ", MUTED), in_workspace(record.trace_path, root),
+                             ("  (6: how to open it)", MUTED)),
         ]))
         for name, value, _ in compare_rows(record.metrics, None):
             table.add_row(name, Text(metric_value(name, value), justify="right"), describe(name))
@@ -120,16 +140,19 @@ class CompareView(Vertical):
             table.add_column(label, key=label)
         yield table
 
-    def show(self, baseline: ProfileRecord | None, mine: ProfileRecord | None) -> None:
+    def show(self, baseline: ProfileRecord | None, mine: ProfileRecord | None, profiler: str) -> None:
+        """The two newest profiles by one profiler (a torch trace and an ncu report share no metric)."""
         note = self.query_one(Static)
         table = self.query_one(DataTable)
         table.clear()
         missing = [w for w, r in (("baseline", baseline), ("mine", mine)) if r is None]
         if len(missing) == 2:
-            note.update("No profiles yet: on the puzzle, p profiles the baseline and P profiles yours.")
+            note.update(Content.assemble((f"No profiles by {PROFILER_NAMES.get(profiler, profiler)} yet: ", "bold"),
+                                         how_to_profile("baseline", profiler), "; ",
+                                         how_to_profile("mine", profiler), "."))
             return
         note.update(Content.styled(
-            f"Profile {' and '.join(missing)} to fill the empty column (P on the puzzle profiles yours)." if missing
+            f"Profile {missing[0]} to fill the empty column ({how_to_profile(missing[0], profiler)})." if missing
             else "Latest baseline profile against your latest profile; per forward() unless the name says otherwise.",
             MUTED))
         for name, b, m in compare_rows(baseline.metrics if baseline else None, mine.metrics if mine else None):

@@ -16,6 +16,7 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from tutor.app.formatting import metric_value
+from tutor.app.openers import opener_for
 from tutor.app.runs import STAGE_LABELS, RunKind
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.app.widgets.verdict import VerdictView, verdict_title
@@ -32,7 +33,8 @@ PROBLEM_TITLES = {
 }
 TAIL_LINES = 4
 PROFILE_HEADLINE = ("cpu.time_per_iter_us", "cpu.ops_per_iter", "gpu.busy_fraction", "kernels.per_iter",
-                    "gpu.time_per_iter_us", "memory.peak_reserved_mb")
+                    "gpu.time_per_iter_us", "memory.peak_reserved_mb",
+                    "ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct")
 
 
 def stage_chips(stages: tuple[str, ...], current: str | None, progress: tuple[int, int] | None) -> Content:
@@ -72,10 +74,11 @@ def problem_lines(e: TutorError, tail_lines: int = TAIL_LINES) -> Content:
 def profile_lines(which: str, metrics: ProfileMetrics, trace: str) -> Content:
     figures = [f"{name} {metric_value(name, metrics.values[name])}" for name in PROFILE_HEADLINE
                if name in metrics.values]
+    opener = opener_for(metrics.profiler)
     return Content("\n").join([
         Content(" · ".join(figures)),
-        Content.assemble(("trace ", MUTED), trace),
-        Content.styled(f"r: every metric, the kernel table and how to open the trace in Perfetto. "
+        Content.assemble((f"{opener.noun} ", MUTED), trace),
+        Content.styled(f"r: every metric, the kernel table and how to open the {opener.noun} in {opener.viewer}. "
                        f"Cite metric names and values from the {which} profile in answer.toml.", MUTED),
     ])
 
@@ -93,6 +96,7 @@ class RunPanel(Vertical):
         self._kind: RunKind | None = None
         self._started = 0.0
         self._stage: str | None = None
+        self._reached = -1  # the furthest of the kind's stages seen so far
         self._timer = self.set_interval(1.0, self._tick, pause=True)
 
     def _set_mode(self, mode: str) -> None:
@@ -107,7 +111,7 @@ class RunPanel(Vertical):
         self._body(text)
 
     def start(self, kind: RunKind, note: str = "") -> None:
-        self._kind, self._started, self._stage = kind, time.monotonic(), None
+        self._kind, self._started, self._stage, self._reached = kind, time.monotonic(), None, -1
         self._set_mode("-running")
         self.border_title = kind.title + (f" · {note}" if note else "")
         self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
@@ -129,7 +133,12 @@ class RunPanel(Vertical):
         if stage != self._stage and progress is None:
             self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
         self._stage, self._detail = stage, detail
-        self.query_one("#run-stages", Static).update(stage_chips(self._kind.stages, stage, progress))
+        # A second process (a memory run) starts over at "importing": the chips keep the furthest stage.
+        stages = self._kind.stages
+        if stage in stages:
+            self._reached = max(self._reached, stages.index(stage))
+        shown = stages[self._reached] if self._reached >= 0 else None
+        self.query_one("#run-stages", Static).update(stage_chips(stages, shown, progress if stage == shown else None))
         what = f"{stage}: {detail}" if stage and detail else (stage or "")
         self._body(Content.styled(what, MUTED))
 
