@@ -17,7 +17,9 @@ from pathlib import Path
 
 from tutor import actions
 from tutor.catalog import get_puzzle
-from tutor.reference import install_reference
+from tutor.metrics import ProfileMetrics
+from tutor.progress import Progress
+from tutor.reference import solve_with_reference
 from tutor.workspace import init_workspace
 
 
@@ -28,19 +30,25 @@ def main() -> int:
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-ncu-")) / "ws")
-    torch_profile = actions.profile(ws, puzzle, "baseline")
-    install_reference(ws, puzzle, torch_profile.metrics.values)
+    solve_with_reference(ws, puzzle)
     for which in ("baseline", "mine"):
         t0 = time.monotonic()
-        outcome = actions.profile(ws, puzzle, which, profiler="ncu")
-        print(f"\n== {puzzle.id} {which} under ncu: {time.monotonic() - t0:.1f} s, report {outcome.trace_path}")
-        for k in outcome.metrics.kernels[:6]:
+        # A solution citing kernel evidence (puzzle3) was profiled under ncu by install_reference.
+        row = Progress(ws.db_path).latest_profile(puzzle.id, which)
+        if row and row["profiler"] == "ncu":
+            metrics, run_dir, how = ProfileMetrics.from_json(row["metrics_json"]), Path(row["run_dir"]), "reused"
+        else:
+            outcome = actions.profile(ws, puzzle, which, profiler="ncu")
+            metrics, run_dir, how = outcome.metrics, outcome.run_dir, f"{time.monotonic() - t0:.1f} s"
+        print(f"\n== {puzzle.id} {which} under ncu ({how}): {run_dir}")
+        for k in metrics.kernels[:6]:
             print(f"  {k['count']:3d}x {k['mean_us']:8.2f} us  dram {k.get('dram_throughput_pct', float('nan')):5.1f}%  "
                   f"sm {k.get('sm_throughput_pct', float('nan')):5.1f}%  occ {k.get('achieved_occupancy_pct', float('nan')):5.1f}%  "
-                  f"regs {k.get('registers_per_thread', float('nan')):4.0f}  {k['name'][:60]}")
-        for name, value in sorted(outcome.metrics.values.items()):
+                  f"regs {k.get('registers_per_thread', float('nan')):4.0f}  grid {k.get('grid_size', float('nan')):6.0f}  "
+                  f"waves {k.get('waves_per_sm', float('nan')):5.2f}  {k['name'][:60]}")
+        for name, value in sorted(metrics.values.items()):
             print(f"  {name} = {value:.6g}")
-        shutil.copy(outcome.run_dir / "ncu.csv", args.out / f"h100_{puzzle.id}_{which}_ncu.csv")
+        shutil.copy(run_dir / "ncu.csv", args.out / f"h100_{puzzle.id}_{which}_ncu.csv")
     return 0
 
 

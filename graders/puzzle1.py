@@ -19,7 +19,7 @@ MAX_RESIDENT_VS_BF16 = 0.6
 MAX_GROWTH_BYTES = 16 * MB
 
 
-def criteria(puzzle: Puzzle, result: dict, answer_path=None) -> list[Criterion]:
+def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> list[Criterion]:
     memory = result.get("memory") or {}
     resident = memory.get("resident_bytes", {})
     if "mine" not in resident or "bf16_eager" not in resident:

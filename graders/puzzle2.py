@@ -16,7 +16,7 @@ from tutor.grading.verdict import Criterion
 MAX_GRAPH_POOL_MB = 64.0
 
 
-def criteria(puzzle: Puzzle, result: dict, answer_path=None) -> list[Criterion]:
+def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> list[Criterion]:
     memory = result.get("memory_run")
     if not memory or "graph_pool_mb" not in memory:
         return [Criterion("graph memory", False, "The memory run reported no GPU memory figures.",

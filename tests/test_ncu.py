@@ -94,3 +94,10 @@ def test_profile_under_ncu_end_to_end(workspace):
     print({k: v for k, v in outcome.metrics.values.items() if not k.startswith("ncu.stall")})
     assert outcome.trace_path.suffix == ".ncu-rep" and outcome.trace_path.exists()
     assert outcome.metrics.values["ncu.kernels_profiled"] == 40
+
+
+def test_per_block_units_are_scaled():
+    # ncu gives shared memory in "Kbyte/block": 213.504 of them is GemLite's 5-stage 64x32x256 tile.
+    gemm = ncu.extract(FIXTURES / "h100_puzzle3_baseline_ncu.csv")
+    assert gemm.values["ncu.dynamic_shared_bytes"] == pytest.approx(213504)
+    assert gemm.values["ncu.occupancy_limit_shared_mem"] == 1

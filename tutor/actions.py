@@ -18,7 +18,7 @@ from tutor.catalog import Puzzle, all_puzzles
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
-from tutor.grading.extra import puzzle_criteria
+from tutor.grading.extra import LearnerProfiles, puzzle_criteria
 from tutor.grading.fair_play import check_fair_play
 from tutor.grading.performance import check_correctness, check_performance, speedups_vs
 from tutor.grading.verdict import Criterion, Verdict
@@ -40,8 +40,9 @@ class ProfileOutcome:
 
 
 def code_hash(ws: Workspace, puzzle: Puzzle) -> str:
+    """The learner's code, not their answer: a profile stays theirs when they then write answer.toml."""
     digest = hashlib.sha256()
-    for name in puzzle.editable:
+    for name in (n for n in puzzle.editable if n != "answer.toml"):
         path = ws.editable_path(puzzle, name)
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
     return digest.hexdigest()[:16]
@@ -120,6 +121,10 @@ def _profile_ncu(request: dict, run_dir: Path, puzzle: Puzzle, on_event, registe
     request["mode"] = "kernels"
     # Kernels are deterministic in their counters: one iteration is enough, and each launch is replayed ~40x.
     request["profile"]["iterations"] = 1
+    # Autotune outside the profiler first: under ncu the timings are distorted and triton would pick
+    # (and store) another config than the graded runs use. The harness keeps the result on disk.
+    if request["device"] == "cuda":
+        run_harness(request, run_dir / "tuning", puzzle.timing.timeout_s, on_event, register)
     report = run_dir / "profile.ncu-rep"
     # Kernel replay multiplies run time: give ncu several times the puzzle's limit.
     run_harness(request, run_dir, puzzle.timing.timeout_s * 4, on_event, register,
@@ -180,12 +185,14 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     speedups = speedups_vs(result["samples_ms"])
     performance, tier = check_performance(puzzle, speedups, result["samples_ms"], result.get("host_timed"))
     rules = [*check_fair_play(result.get("violations", ())),
-             *puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"))]
+             *puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"),
+                              _learner_profiles(progress, puzzle, hash_before))]
     # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.
     earned = correctness.passed and all(r.passed for r in rules)
     verdict = Verdict(puzzle.id, [correctness, diagnosis, performance, *rules], tier=tier if earned else "",
                       speedups={k: vars(v) for k, v in speedups.items()},
-                      timings_ms={k: statistics.median(v) for k, v in result["samples_ms"].items()})
+                      timings_ms={k: statistics.median(v) for k, v in result["samples_ms"].items()},
+                      facts=result.get("facts") or {})
     if not verdict.passed:
         verdict.next_hint = _next_hint_preview(puzzle, progress)
     headline = speedups[puzzle.tiers[0].vs]
@@ -216,6 +223,12 @@ def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:
         for name, value in ProfileMetrics.from_json(row["metrics_json"]).values.items():
             values.setdefault(name, []).append(value)
     return check_diagnosis(puzzle, answer, values if rows else None)
+
+
+def _learner_profiles(progress: Progress, puzzle: Puzzle, graded_hash: str) -> LearnerProfiles:
+    rows = {(row["workload"], row["profiler"]): row
+            for workload in ("baseline", "mine") for row in progress.latest_profiles(puzzle.id, workload)}
+    return LearnerProfiles(rows, graded_hash)
 
 
 def _next_hint_preview(puzzle: Puzzle, progress: Progress) -> str:

@@ -1,22 +1,44 @@
-"""Put a puzzle's reference solution into a workspace, citing evidence from a real profile.
+"""Put a puzzle's reference solution into a workspace, citing evidence from real profiles.
 
 Used by the tests that prove each puzzle solvable and by the grading benchmarks.
 The solution's answer.toml names its metrics; their values must come from the
-profile just taken, exactly as a learner's must.
+profiles just taken, exactly as a learner's must.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import tomllib
 
+from tutor import actions
 from tutor.catalog import Puzzle
 from tutor.grading.answer import read_answer
 from tutor.workspace import Workspace
 
 
-def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float]) -> None:
+def solve_with_reference(ws: Workspace, puzzle: Puzzle) -> actions.ProfileOutcome:
+    """Profile the baseline and install the reference citing it; returns the baseline's profile.
+
+    A puzzle whose answer reports what happened in the run (puzzle3: GemLite's choice on this
+    machine) learns it as a learner can: from the report of a first grade, of the starter files.
+    """
+    profile = actions.profile(ws, puzzle, "baseline")
+    grader = importlib.import_module(f"graders.{puzzle.grader}") if puzzle.grader else None
+    facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
+    install_reference(ws, puzzle, profile.metrics.values, grader.answer_from_facts(facts) if facts else {})
+    return profile
+
+
+def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],
+                      reported: dict[str, dict] | None = None) -> None:
+    """The solution's files, and its answer.toml with `profile_values` (the baseline's torch profile) cited.
+
+    `reported` replaces tables of the solution's answer with what the run showed. A
+    [kernel_evidence] table (puzzle3) cites Nsight Compute numbers of the baseline and of the
+    solution itself: those two profiles are taken here, after the solution is in place.
+    """
     for name in puzzle.editable:
         if name != "answer.toml":
             shutil.copy2(puzzle.solution_dir / name, ws.editable_path(puzzle, name))
@@ -24,9 +46,19 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
     lines = [f'bottleneck = "{answer.bottleneck}"']
     for ev in answer.evidence:
         lines += ["", "[[evidence]]", f'metric = "{ev.metric}"', f"value = {profile_values[ev.metric]!r}"]
-    # Other tables (puzzle3's [autotune] report) are the solution's own words: kept as written.
+    # Other tables (puzzle3's [autotune] report) are the solution's own words, unless the run said otherwise.
     with (puzzle.solution_dir / "answer.toml").open("rb") as f:
         tables = {k: v for k, v in tomllib.load(f).items() if isinstance(v, dict)}
+    tables.update(reported or {})
+    if "kernel_evidence" in tables:
+        tables["kernel_evidence"] = _kernel_evidence(ws, puzzle, tables["kernel_evidence"]["metric"])
     for table, entries in tables.items():
         lines += ["", f"[{table}]", *(f"{key} = {json.dumps(value)}" for key, value in entries.items())]
     ws.editable_path(puzzle, "answer.toml").write_text("\n".join(lines) + "\n")
+
+
+def _kernel_evidence(ws: Workspace, puzzle: Puzzle, metric: str) -> dict:
+    cited = {"metric": metric}
+    for which in ("baseline", "mine"):
+        cited[which] = actions.profile(ws, puzzle, which, profiler="ncu").metrics.values[metric]
+    return cited

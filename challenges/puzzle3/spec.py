@@ -23,16 +23,24 @@ def make_input(seed: int, device: str) -> torch.Tensor:
 
 
 def facts(states: dict) -> dict:
-    """GemLite's choice for these layers at M=TOKENS: matmul type and the config triton ran."""
+    """GemLite's choice for these layers at M=TOKENS: matmul type, the config triton ran, and where it came from.
+
+    The key is GemLite's own (closest M bucket, N, K, group, elements per sample, type id),
+    read from triton's autotune cache as `gemlite.cache_config` does; "table" means GemLite's
+    shipped per-GPU config table had that key, "autotune" that triton benchmarked its configs.
+    """
     from gemlite import core
     from gemlite.triton_kernels.utils import get_closest_m
 
     kind = core.get_matmul_type(TOKENS, 8)
-    chosen = {}
+    found = {}
     for kernel in core.GEMLITE_TRITON_MAPPING[kind].kernel:
         for key, config in kernel.cache.items():  # triton's autotuner: one entry per distinct key
             if key[0] == TOKENS and key[1] == HIDDEN:
-                chosen = {k: v for k, v in config.all_kwargs().items() if isinstance(v, (int, bool, str))}
-    # fp8 weights, group = K, one weight per byte, bf16 activations tuned as fp16 (type_id 408)
-    key = str((get_closest_m(TOKENS), HIDDEN, HIDDEN, HIDDEN, 1, 408))
-    return {"matmul_type": kind, "config_key": key, "config": chosen}
+                found = {"key": str((get_closest_m(key[0]), *key[1:6])),
+                         "config": {k: v for k, v in config.all_kwargs().items() if isinstance(v, (int, bool, str))}}
+    if not found:
+        return {"matmul_type": kind, "config_key": None, "config": {}, "source": None}
+    table = core.GEMLITE_TRITON_CONFIG_CACHE.get(kind, {})
+    return {"matmul_type": kind, "config_key": found["key"], "config": found["config"],
+            "source": "table" if found["key"] in table else "autotune"}

@@ -1,21 +1,42 @@
 """Puzzle-specific checks: a module `graders/<name>.py` named by puzzle.toml's `grader`.
 
-Such a module defines `criteria(puzzle, result, answer_path) -> list[Criterion]`, where
-result is the harness's raw check result (samples, correctness checks, memory, the
-memory run, the spec's facts) and answer_path the learner's answer.toml.
+Such a module defines `criteria(puzzle, result, answer_path, profiles) -> list[Criterion]`,
+where result is the harness's raw check result (samples, correctness checks, memory,
+the memory run, the spec's facts), answer_path the learner's answer.toml, and profiles
+the learner's own newest profiles (for evidence a puzzle asks for beyond the diagnosis).
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tutor.catalog import Puzzle
 from tutor.grading.verdict import Criterion
+from tutor.metrics import ProfileMetrics
 
 
-def puzzle_criteria(puzzle: Puzzle, result: dict, answer_path: Path | None = None) -> list[Criterion]:
+@dataclass
+class LearnerProfiles:
+    """The newest profile per (workload, profiler), as progress rows, and the hash of the code being graded."""
+
+    rows: dict[tuple[str, str], dict] = field(default_factory=dict)
+    code_hash: str = ""
+
+    def newest(self, workload: str, profiler: str) -> ProfileMetrics | None:
+        row = self.rows.get((workload, profiler))
+        return ProfileMetrics.from_json(row["metrics_json"]) if row else None
+
+    def is_current(self, workload: str, profiler: str) -> bool:
+        """Whether that profile ran the very code being graded (always true for the puzzle's own workloads)."""
+        row = self.rows.get((workload, profiler))
+        return bool(row) and (workload != "mine" or row["code_hash"] == self.code_hash)
+
+
+def puzzle_criteria(puzzle: Puzzle, result: dict, answer_path: Path | None = None,
+                    profiles: LearnerProfiles | None = None) -> list[Criterion]:
     if not puzzle.grader:
         return []
     module = importlib.import_module(f"graders.{puzzle.grader}")
-    return list(module.criteria(puzzle, result, answer_path))
+    return list(module.criteria(puzzle, result, answer_path, profiles or LearnerProfiles()))

@@ -21,6 +21,7 @@ class Verdict:
     speedups: dict[str, dict] = field(default_factory=dict)  # vs-workload -> {median, low, high, n}
     timings_ms: dict[str, float] = field(default_factory=dict)  # workload -> median ms
     next_hint: str = ""
+    facts: dict = field(default_factory=dict)  # what the puzzle's spec reported about the run (puzzle3: GemLite's choice)
 
     @property
     def passed(self) -> bool:

@@ -101,7 +101,8 @@ def extract(csv_path: Path) -> ProfileMetrics:
     table = pd.DataFrame({"name": rows["Kernel Name"].map(_short_name), "full_name": rows["Kernel Name"]})
     for column, short in METRICS.items():
         if column in rows:
-            scale = UNIT_SCALE.get(str(units[column]).strip(), 1.0)
+            # Launch figures come per block ("Kbyte/block"): the unit is the part before the slash.
+            scale = UNIT_SCALE.get(str(units[column]).strip().removesuffix("/block"), 1.0)
             table[short] = _numbers(rows[column]) * scale
     if {"dram_gbps", "duration_us"} <= set(table.columns):
         table["dram_bytes"] = table["dram_gbps"] * 1e3 * table["duration_us"]  # GB/s x µs = kB
