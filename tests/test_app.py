@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
+import json
 import subprocess
 import sys
 import textwrap
@@ -20,7 +21,7 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import Markdown, OptionList
 
 from tutor.app.app import InfprofApp
-from tutor.app.messages import RunFinished
+from tutor.app.messages import FilesSaved, RunFinished
 from tutor.app.openers import PERFETTO_SCRIPT, shell_path
 from tutor.app.runs import PROFILER_GIVES, run_kind
 from tutor.app.screens.browser import BrowserScreen
@@ -175,7 +176,8 @@ async def test_puzzle_view_shows_story_goal_files_grading_and_tiers(workspace):
 async def test_palette_offers_every_puzzle_and_the_puzzle_actions(workspace):
     async with puzzle_open(workspace) as (pilot, screen):
         titles = [c.title for c in pilot.app.get_system_commands(screen)]
-        for expected in ("Grade", "Profile the baseline", "Profile mine", "Watch mode on/off", "Edit workload.py",
+        for expected in ("Grade", "Quick check", "Profile the baseline", "Profile mine", "Watch mode on/off",
+                         "Edit workload.py",
                          "Open puzzle0", "Bottleneck taxonomy", "Theme"):
             assert expected in titles
         assert not any(" with " in t for t in titles)  # puzzle0 lists the PyTorch profiler only
@@ -257,7 +259,6 @@ async def test_e_opens_the_highlighted_file_in_the_editor(workspace, tmp_path, m
 
 
 async def test_grading_puzzle0_for_real_streams_stages_and_shows_the_verdict(workspace):
-    (workspace.root / "puzzle0" / "answer.toml").write_text("bottleneck = [oops\n")  # a bad answer.toml
     async with puzzle_open(workspace) as (pilot, screen):
         seen = []
         panel = screen.query_one(RunPanel)
@@ -365,22 +366,116 @@ async def test_a_gpu_puzzle_on_a_machine_without_one_is_refused_with_the_reason(
         assert not any(workspace.runs_dir.iterdir())  # no subprocess was spent on it
 
 
-async def test_watch_mode_regrades_when_a_file_is_saved(workspace):
+def check_requests(ws) -> list[dict]:
+    """The harness requests of the quick checks run so far, oldest first."""
+    return [json.loads((d / "request.json").read_text()) for d in sorted(ws.runs_dir.glob("*-puzzle0-check-*"))]
+
+
+async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(workspace):
     solution = get_puzzle("puzzle0").solution_dir
+    async with puzzle_open(workspace, size=(100, 30)) as (pilot, screen):
+        await pilot.press("w")
+        await wait_until(pilot, lambda: screen.watching, 5)
+        assert "every save re-checks" in str(screen.query_one("#standing").render())
+        await pilot.pause(0.5)  # let the watcher start before the save
+        (workspace.root / "puzzle0" / "workload.py").write_text((solution / "workload.py").read_text())
+        await wait_until(pilot, lambda: screen.running is not None, 30, "watch mode to start a run")
+        assert screen.running.key == "check" and "after your save of workload.py" in panel_text(screen)
+        await finish_run(pilot, screen)
+        text = panel_text(screen)
+        assert text.startswith("Quick check · correct ·") and "x vs baseline" in text, text
+        assert "✓ correct: Output matches baseline" in text and "would reach" in text
+        assert "not a grade: nothing is recorded. g grades for real" in text
+        assert Progress(workspace.db_path).attempts("puzzle0") == []  # a check is not an attempt
+        [request] = check_requests(workspace)
+        assert (request["mode"], request["time"], request["timing"]["rounds"]) == ("check", ["mine", "baseline"], 10)
+        assert not list(workspace.runs_dir.glob("*/memory"))  # no memory run either
+
+        # A save of a broken answer.toml: checked too, and the line at fault shown.
+        (workspace.root / "puzzle0" / "answer.toml").write_text('bottleneck = "cpu_overhead"\nvalue = [1,\n')
+        await wait_until(pilot, lambda: len(check_requests(workspace)) == 2, 30, "the second check")
+        await finish_run(pilot, screen)
+        text = panel_text(screen)
+        assert "✗ answer.toml, line 2: not valid TOML" in text and "bracket or quote left open" in text
+        assert "would fail the diagnosis" in text and "2 │ value = [1," in text
+        assert Progress(workspace.db_path).attempts("puzzle0") == []
+        await pilot.press("w")
+        assert not screen.watching
+
+
+async def test_a_save_during_a_quick_check_restarts_it(workspace):
     async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("w")
         await wait_until(pilot, lambda: screen.watching, 5)
-        await pilot.pause(0.5)  # let the watcher start before the save
-        for name in ("workload.py", "answer.toml"):
-            (workspace.root / "puzzle0" / name).write_text((solution / name).read_text())
-        await wait_until(pilot, lambda: screen.running is not None, 30, "watch mode to start a run")
-        await wait_until(pilot, lambda: screen.running is None and Progress(workspace.db_path).attempts("puzzle0"),
-                         what="the re-grade to end")
-        await pilot.pause()
-        rows = {row.criterion.name: row.criterion for row in screen.query(CriterionRow)}
-        assert rows["correctness"].passed and rows["performance"].passed
+        screen.action_run("check")
+        await wait_until(pilot, lambda: screen._harness is not None and screen._harness._proc is not None, 30)
+        first = screen._harness
+        screen.post_message(FilesSaved([workspace.root / "puzzle0" / "workload.py"]))
+        await wait_until(pilot, lambda: screen._harness not in (None, first), 30, "the check to restart")
+        assert first._proc.poll() is not None  # the stale check's process is gone
+        await finish_run(pilot, screen)
+        assert panel_text(screen).startswith("Quick check · correct")
+        assert len(check_requests(workspace)) == 2 and Progress(workspace.db_path).attempts("puzzle0") == []
+
+
+async def test_a_save_during_a_grade_lets_it_finish_then_checks(workspace):
+    async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("w")
-        assert not screen.watching
+        await wait_until(pilot, lambda: screen.watching, 5)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: screen._harness is not None, 30)
+        screen.post_message(FilesSaved([workspace.root / "puzzle0" / "workload.py"]))
+        await wait_until(pilot, lambda: screen.running is not None and screen.running.key == "check", what="the check")
+        assert len(Progress(workspace.db_path).attempts("puzzle0")) == 1  # the grade ran to its end
+        await finish_run(pilot, screen)
+        assert panel_text(screen).startswith("Quick check")
+
+
+# -- answer.toml that cannot be read ----------------------------------------------------------------
+
+
+async def test_a_bad_answer_toml_is_a_problem_panel_with_the_line_at_fault(workspace):
+    (workspace.root / "puzzle0" / "answer.toml").write_text("bottleneck = [oops\n")
+    async with puzzle_open(workspace, size=(100, 30)) as (pilot, screen):
+        await pilot.press("g")
+        await finish_run(pilot, screen)
+        panel = screen.query_one(RunPanel)
+        assert panel.has_class("-problem")
+        text = panel_text(screen)
+        assert text.startswith("answer.toml cannot be read · Not solved yet"), text
+        assert "answer.toml, line 1, column 15: not valid TOML" in text
+        assert "puzzle0/answer.toml" in text
+        assert "  1 │ bottleneck = [oops\n    │               ^" in text  # the caret under column 15
+        assert '[[evidence]]' in text and "metric =" in text  # how the file is written
+        assert "The rest of the grade (recorded): ✓ correctness · ✗ performance" in text
+        assert panel.border_subtitle == "r: full results"
+        [attempt] = Progress(workspace.db_path).attempts("puzzle0")  # still a graded attempt
+        assert attempt["passed"] == 0
+        assert not screen.check_action("output", ())  # no output tail to show: the file is the problem
+        await pilot.press("r")
+        results = await results_loaded(pilot, lambda record: record.verdict)
+        rows = {row.criterion.name: row.criterion for row in results.query(CriterionRow)}
+        assert not rows["diagnosis"].passed and "line 1, column 15" in rows["diagnosis"].summary
+
+
+async def test_an_answer_toml_with_a_wrong_type_names_the_line_and_what_is_wrong(workspace):
+    from tutor.app.runs import Graded
+    from tutor.grading.answer import answer_problem
+    from tutor.grading.verdict import Criterion, Verdict
+
+    path = workspace.root / "puzzle0" / "answer.toml"
+    path.write_text('bottleneck = "cpu_overhead"\n\n[[evidence]]\nmetric = "cpu.ops_per_iter"\nvalue = "16386"\n')
+    problem = answer_problem(path)
+    verdict = Verdict("puzzle0", [Criterion("correctness", True, "ok"), Criterion("diagnosis", False, problem.message),
+                                  Criterion("performance", False, "slow")])
+    async with puzzle_open(workspace) as (pilot, screen):
+        screen.post_message(RunFinished("grade", result=Graded(verdict, problem)))
+        await pilot.pause()
+        text = panel_text(screen)
+        assert text.startswith("answer.toml cannot be read")
+        assert ('line 5: evidence #1 needs a metric name (text) and a value (a number); '
+                'its value is text ("16386")') in text
+        assert "write the number without quotes" in text and '  5 │ value = "16386"' in text
 
 
 # -- results of every profiler --------------------------------------------------------------------

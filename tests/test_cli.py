@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +91,81 @@ def test_a_crashing_workload_is_a_failed_attempt_with_its_output(in_workspace, c
     assert "KeyError" in err and "last words" in err and "Traceback" not in err.split("Last output")[0]
     [attempt] = Progress(in_workspace.db_path).attempts("puzzle0")
     assert attempt["passed"] == 0 and "workload_error" in attempt["verdict_json"]
+
+
+def test_a_bad_answer_toml_gets_a_panel_with_the_line_at_fault_after_the_verdict(in_workspace, capsys):
+    (in_workspace.root / "puzzle0" / "answer.toml").write_text("bottleneck = [oops\n")
+    assert main(["grade", "puzzle0"]) == 1
+    out = capsys.readouterr().out
+    verdict, panel = out.split("answer.toml cannot be read")
+    assert "PASS correctness" in verdict and "FAIL diagnosis: answer.toml, line 1, column 15" in verdict
+    assert "[[evidence]]" not in verdict  # the format is told once, in the panel
+    assert "1 │ bottleneck = [oops" in panel and "│               ^" in panel and "[[evidence]]" in panel
+    [attempt] = Progress(in_workspace.db_path).attempts("puzzle0")  # graded all the same
+    assert attempt["passed"] == 0
+
+
+def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspace):
+    """A real `infprof-tutor watch puzzle0`: a check at start, one per save, Ctrl-C kills a check in progress."""
+    from tutor.catalog import get_puzzle
+
+    folder = in_workspace.root / "puzzle0"
+    proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "watch", "puzzle0"], cwd=in_workspace.root, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "100"})
+    err, out = _Lines(proc.stderr), _Lines(proc.stdout)
+    try:
+        err.wait_for("Watching", count=1)
+        assert "Quick check of your files" in err.text
+        assert "Quick check · correct" in out.text and "below every tier" in out.text
+        time.sleep(0.5)  # the watcher starts right after that line
+        (folder / "workload.py").write_text((get_puzzle("puzzle0").solution_dir / "workload.py").read_text())
+        err.wait_for("Watching", count=2)
+        assert "after your save of workload.py" in err.text and "would reach" in out.text
+        (folder / "workload.py").write_text("import time\ndef prepare(w, d):\n    return w\n"
+                                            "def forward(s, x):\n    time.sleep(3600)\n")
+        err.wait_for("warmup", count=3)  # the third check is stuck in forward()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+    err.done.wait(10)
+    assert "Stopped watching." in err.text
+    checks = sorted(in_workspace.runs_dir.glob("*-puzzle0-check-*"))
+    assert len(checks) == 3
+    assert not _processes_running(str(checks[-1] / "request.json"))  # the stuck workload was killed
+    assert Progress(in_workspace.db_path).attempts("puzzle0") == []  # nothing recorded
+
+
+class _Lines:
+    """A subprocess stream read on a thread, so a test can wait for a line without blocking on the pipe."""
+
+    def __init__(self, stream) -> None:
+        self.lines: list[str] = []
+        self.done = threading.Event()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self.lines.append(line)
+        self.done.set()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, words: str, count: int = 1, timeout_s: float = 120) -> None:
+        deadline = time.monotonic() + timeout_s
+        while sum(words in line for line in self.lines) < count:
+            assert time.monotonic() < deadline and not self.done.is_set(), f"no {words!r} #{count} in:\n{self.text}"
+            time.sleep(0.1)
+
+
+def _processes_running(argument: str) -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if argument.encode() in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except OSError:
+            pass  # gone meanwhile
+    return pids

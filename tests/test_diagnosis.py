@@ -2,8 +2,9 @@ import pytest
 
 from tutor.catalog import get_puzzle
 from tutor.errors import TutorError
-from tutor.grading.answer import read_answer
+from tutor.grading.answer import answer_problem, read_answer, unreadable_answer
 from tutor.grading.diagnosis import check_diagnosis
+from tutor.grading.verdict import Criterion, Verdict
 
 PROFILE = {"cpu.ops_per_iter": 16384.0, "cpu.time_per_iter_us": 80000.0, "iterations": 3.0}
 
@@ -79,6 +80,52 @@ def test_malformed_answers_explain_the_format(tmp_path, text, words):
         answer(tmp_path, text)
     assert words in info.value.message
     assert "[[evidence]]" in info.value.advice
+
+
+@pytest.mark.parametrize("text, message, excerpt", [
+    ("bottleneck = [oops\n", "answer.toml, line 1, column 15: not valid TOML (Invalid value).",
+     ["  1 │ bottleneck = [oops", "    │               ^"]),
+    ('bottleneck = "x"\nvalue = [1,\n', "answer.toml, line 2: not valid TOML (Invalid value at the end of the file: "
+     "is a bracket or quote left open?).", ["  2 │ value = [1,"]),
+    ("bottleneck = 3\n", 'answer.toml, line 1: bottleneck is a number: write it as text, bottleneck = "<id>".',
+     ["  1 │ bottleneck = 3"]),
+    ('bottleneck = "x"\n\n[[evidence]]\nmetric = "a"\nvalue = 1\n\n[[evidence]]\nmetric = "b"\nvalue = "0.5"\n',
+     'answer.toml, line 9: evidence #2 needs a metric name (text) and a value (a number); its value is text ("0.5"): '
+     "write the number without quotes.", ['  9 │ value = "0.5"']),
+    ('bottleneck = "x"\n[[evidence]]\nvalue = 2\n', "answer.toml, line 2: evidence #1 needs a metric name (text) "
+     "and a value (a number); its metric is missing.", ["  2 │ [[evidence]]"]),
+    ('bottleneck = "x"\n[evidence]\nmetric = "a"\n', "answer.toml, line 2: evidence must be a list of [[evidence]] "
+     "tables.", ["  2 │ [evidence]"]),
+])
+def test_an_unreadable_answer_names_the_line_at_fault(tmp_path, text, message, excerpt):
+    path = tmp_path / "answer.toml"
+    path.write_text(text)
+    problem = answer_problem(path)
+    assert (problem.message, problem.excerpt(), problem.path) == (message, excerpt, path)
+    assert "[[evidence]]" in problem.advice
+
+
+def test_an_answer_not_given_yet_is_no_unreadable_file(tmp_path):
+    path = tmp_path / "answer.toml"
+    path.write_text((get_puzzle("puzzle0").folder / "starter" / "answer.toml").read_text())
+    assert answer_problem(path) is None  # the template's empty bottleneck: the diagnosis says so, no panel
+    assert answer_problem(tmp_path / "missing.toml") is None
+    path.write_bytes(b'bottleneck = "\xff"\n')
+    assert answer_problem(path).message == "answer.toml: not UTF-8 text: save it as UTF-8."
+
+
+def test_the_unreadable_answer_behind_a_verdict_is_the_one_its_diagnosis_failed_on(tmp_path):
+    path = tmp_path / "answer.toml"
+    path.write_text("bottleneck = [oops\n")
+    problem = answer_problem(path)
+
+    def verdict(diagnosis: Criterion) -> Verdict:
+        return Verdict("puzzle0", [Criterion("correctness", True, "ok"), diagnosis])
+
+    assert unreadable_answer(verdict(Criterion("diagnosis", False, problem.message)), path).message == problem.message
+    assert unreadable_answer(verdict(Criterion("diagnosis", False, "Wrong bottleneck.")), path) is None
+    path.write_text(GOOD)  # fixed since the grade read it
+    assert unreadable_answer(verdict(Criterion("diagnosis", False, problem.message)), path) is None
 
 
 def test_only_numbers_from_this_learners_latest_baseline_profile_count(workspace, tmp_path):

@@ -89,13 +89,62 @@ def cmd_profile(args) -> int:
 def cmd_grade(args) -> int:
     from tutor import actions
     from tutor.catalog import get_puzzle
-    from tutor.render import verdict_view
+    from tutor.grading.answer import unreadable_answer
+    from tutor.render import answer_view, verdict_view
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
-    verdict = actions.grade(ws, get_puzzle(args.puzzle), _progress_printer())
-    console.print(verdict_view(verdict))
+    p = get_puzzle(args.puzzle)
+    verdict = actions.grade(ws, p, _progress_printer())
+    unreadable = unreadable_answer(verdict, ws.editable_path(p, "answer.toml"))
+    # An unreadable answer.toml gets its own panel (the line at fault, how to write it), after the verdict.
+    console.print(verdict_view(verdict, brief=("diagnosis",) if unreadable else ()))
+    if unreadable:
+        console.print(answer_view(unreadable))
     return 0 if verdict.passed else 1
+
+
+def cmd_watch(args) -> int:
+    """A quick check now and after every save of the puzzle's files, until Ctrl-C; nothing is recorded."""
+    from watchfiles import watch
+
+    from tutor.catalog import get_puzzle
+    from tutor.quick_check import WATCH_DEBOUNCE_MS, quick_check
+    from tutor.render import answer_view, error_view, quick_check_view
+    from tutor.workspace import require_workspace
+
+    ws = require_workspace(args.workspace)
+    p = get_puzzle(args.puzzle)
+    folder, names = ws.puzzle_dir(p), set(p.editable)
+    running: list = []  # the latest harness: its process group has a session of its own, out of Ctrl-C's reach
+
+    def register(run) -> None:
+        running[:] = [run]
+
+    def check(why: str) -> None:
+        err_console.print(f"[bold]Quick check[/] {why}", highlight=False)
+        try:
+            checked = quick_check(ws, p, _progress_printer(), register)
+            console.print(quick_check_view(checked))
+            if checked.answer is not None:
+                console.print(answer_view(checked.answer))
+        except EnvironmentProblem:
+            raise  # this machine cannot run it: saving again will not help
+        except TutorError as e:
+            console.print(error_view(e))  # a crash or a missing file: fix it and save again
+        err_console.print(f"Watching {', '.join(p.editable)} in {folder}: save to check again, Ctrl-C to stop.",
+                          highlight=False)
+
+    try:
+        check("of your files")
+        saves = watch(folder, debounce=WATCH_DEBOUNCE_MS, watch_filter=lambda _c, path: Path(path).name in names)
+        for changes in saves:
+            check(f"after your save of {', '.join(sorted({Path(path).name for _, path in changes}))}")
+    except KeyboardInterrupt:
+        for run in running:
+            run.cancel()
+        err_console.print("Stopped watching.")
+    return 0
 
 
 def cmd_hint(args) -> int:
@@ -140,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("taxonomy", help="the bottleneck ids you can name").set_defaults(func=cmd_taxonomy)
     for name, func, help_ in (("show", cmd_show, "story, goal and grading of a puzzle"),
                               ("grade", cmd_grade, "check, time and grade your solution"),
+                              ("watch", cmd_watch, "a quick check (correctness, speed) on every save; Ctrl-C stops"),
                               ("hint", cmd_hint, "reveal the next hint"),
                               ("reset", cmd_reset, "restore a puzzle's files (keeps .bak copies)"),
                               ("profile", cmd_profile, "profile a workload and show its metrics")):

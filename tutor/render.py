@@ -1,6 +1,8 @@
-"""Rich renderables for the CLI: puzzle list, puzzle page, metrics, verdict, errors."""
+"""Rich renderables for the CLI: puzzle list, puzzle page, metrics, verdict, quick check, errors."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.markdown import Markdown
@@ -10,9 +12,13 @@ from rich.text import Text
 
 from tutor.catalog import Puzzle
 from tutor.errors import TutorError
+from tutor.grading.answer import AnswerError
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics, describe
 from tutor.progress import PuzzleStatus
+
+if TYPE_CHECKING:
+    from tutor.quick_check import QuickCheck  # loads the grading stack: only the commands that check do
 
 STATUS_STYLE = {"new": "dim", "attempted": "yellow", "solved": "green"}
 
@@ -77,17 +83,43 @@ def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
     return Group(*parts)
 
 
-def verdict_view(v: Verdict) -> Group:
+def verdict_view(v: Verdict, brief: tuple[str, ...] = ()) -> Group:
+    """Every criterion with its details; those named in `brief` by their summary alone (a panel follows)."""
     parts = []
     for c in v.criteria:
         mark = Text("PASS ", style="bold green") if c.passed else Text("FAIL ", style="bold red")
-        body = Text("\n".join(f"  {d}" for d in c.details), style="dim")
-        parts.append(Group(mark + Text(f"{c.name}: {c.summary}"), body))
+        body = Text("" if c.name in brief else "\n".join(f"  {d}" for d in c.details), style="dim")
+        parts.append(Group(mark + Text(f"{c.name}: {c.summary}"), *([body] if body else [])))
     headline = (Text(f"Solved — tier {v.tier}", style="bold green") if v.passed
                 else Text("Not solved yet", style="bold red"))
     if v.next_hint:
         parts.append(Text(v.next_hint, style="cyan"))
     return Group(Panel(Group(*parts), title=headline, title_align="left"))
+
+
+def quick_check_view(q: QuickCheck) -> Panel:
+    """A tutor.quick_check.QuickCheck: what it found, and that it is not a grade."""
+    body = Text()
+    for good, line in q.findings():
+        body.append("ok   " if good else "FAIL ", style="bold green" if good else "bold red")
+        body.append(line + "\n")
+    body.append(f"A quick check, not a grade: nothing is recorded. `infprof-tutor grade {q.puzzle}` grades "
+                "for real, with your diagnosis.", style="dim")
+    good = q.correct and bool(q.tier)
+    title = "Quick check · not correct"
+    if q.correct:
+        title = f"Quick check · correct · {q.speedup.median:.2f}x vs {q.vs}"
+    return Panel(body, title=title, title_align="left", border_style="green" if good else "yellow")
+
+
+def answer_view(e: AnswerError) -> Panel:
+    """answer.toml could not be read: where, the line itself, and how the file is written."""
+    body = Text(e.message, style="bold")
+    body.append(f"\nin {e.path}", style="dim")
+    for line in e.excerpt():
+        body.append("\n" + line, style="yellow")
+    body.append("\n" + e.advice)
+    return Panel(body, title=f"{e.path.name} cannot be read", title_align="left", border_style="red")
 
 
 def error_view(e: TutorError) -> Panel:

@@ -75,11 +75,6 @@ class InfprofApp(App[int]):
 
     def use_workspace(self, workspace: Workspace) -> None:
         """Show the puzzles of `workspace` (given at start, or made by the setup screen)."""
-        from tutor.progress import Progress  # loaded with the browser anyway
-
-        # Created here, once, before the workers that read it start: SQLite cannot switch a new file
-        # to WAL from two connections at once (3 threads opening a new db: 4 in 200 tries "database is locked").
-        Progress(workspace.db_path)
         self.workspace = workspace
         self.sub_title = _short(workspace.root)
         self.show_browser()

@@ -1,4 +1,4 @@
-"""The runs the TUI can start (grade; profile the baseline or mine with a profiler) and the one call that does each.
+"""The runs the TUI can start (grade, quick check, profile with a profiler) and the one call that does each.
 
 Runs go through tutor.actions exactly as the CLI's do; this module only names
 them, lists the harness stages each one passes through, and turns every way a
@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from tutor.catalog import Puzzle
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.machine import Machine, readiness
 from tutor.workspace import Workspace
+
+if TYPE_CHECKING:  # the grading stack loads only when a run starts
+    from tutor.grading.answer import AnswerError
+    from tutor.grading.verdict import Verdict
 
 # Harness and tutor stage names (tutor.protocol.STAGES) -> the short label shown in the progress row.
 STAGE_LABELS = {
@@ -31,8 +35,16 @@ WORKLOAD_NAMES = {"baseline": "the baseline", "mine": "your workload"}
 
 
 @dataclass(frozen=True)
+class Graded:
+    """A grade's verdict, and the reason answer.toml could not be read when that failed its diagnosis."""
+
+    verdict: Verdict
+    answer: AnswerError | None = None
+
+
+@dataclass(frozen=True)
 class RunKind:
-    key: str  # "grade", or "profile-<which>-<profiler>"
+    key: str  # "grade", "check" (the quick check) or "profile-<which>-<profiler>"
     title: str  # what the progress panel says is happening
     stages: tuple[str, ...]
     which: str = ""  # the workload a profile run profiles
@@ -42,10 +54,13 @@ class RunKind:
 _GRADE_STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "grading")
 _PROFILE_STAGES = ("starting", "importing", "preparing", "warmup", "profiling", "extracting")
 GRADE = RunKind("grade", "Grading", _GRADE_STAGES)
+CHECK = RunKind("check", "Quick check", _GRADE_STAGES[:-1])
 
 
 def run_kind(key: str, puzzle: Puzzle) -> RunKind:
-    """`grade`, `profile-<which>` (the puzzle's first profiler) or `profile-<which>-<profiler>`."""
+    """`grade`, `check`, `profile-<which>` (the puzzle's first profiler) or `profile-<which>-<profiler>`."""
+    if key == "check":
+        return CHECK
     if key == "grade":
         # A memory run serves the learner's workload in a second process once the timing is done.
         stages = (*_GRADE_STAGES[:-1], "serving", "grading") if puzzle.memory_run else _GRADE_STAGES
@@ -87,7 +102,7 @@ def preflight(kind: RunKind, puzzle: Puzzle, machine: Machine | None) -> TutorEr
 
 def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[dict], None],
             register: Callable) -> object:
-    """Run to the end (blocking: call it from a worker thread); returns a Verdict or a ProfileOutcome.
+    """Run to the end (blocking: call it from a worker thread); returns Graded, a QuickCheck or a ProfileOutcome.
 
     Raises TutorError for every failure, including bugs, so the app never shows a traceback.
     """
@@ -96,7 +111,14 @@ def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[di
     on_event({"type": "stage", "stage": "starting", "detail": "starting the workload process"})
     try:
         if kind.key == "grade":
-            return actions.grade(ws, puzzle, on_event, register)
+            from tutor.grading.answer import unreadable_answer
+
+            verdict = actions.grade(ws, puzzle, on_event, register)
+            return Graded(verdict, unreadable_answer(verdict, ws.editable_path(puzzle, "answer.toml")))
+        if kind.key == "check":
+            from tutor.quick_check import quick_check
+
+            return quick_check(ws, puzzle, on_event, register)
         return actions.profile(ws, puzzle, kind.which, on_event, register, profiler=kind.profiler)
     except TutorError:
         raise

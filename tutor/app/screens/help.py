@@ -19,7 +19,7 @@ HOW_IT_WORKS = """\
 3. **Fix** `workload.py` (`e` opens it in `$EDITOR`), keeping `prepare()` and `forward()`.
 4. **Grade** (`g`): correctness on fresh inputs, your diagnosis against your profile, and a
    speed-up whose 95% lower bound must clear the tier. Turn on **watch** (`w`) and every save
-   re-grades.
+   runs a quick check: correctness and speed in a few seconds, not recorded (only `g` grades).
 
 Every run is a separate process: a crash, hang or out-of-memory shows here as a panel with the
 last lines of its output (`o` shows all of it), never as a crash of the tutor. `c` stops a run.

@@ -1,8 +1,9 @@
-"""One puzzle: its brief, the files to edit, and the runs (grade, profile) with their progress and outcome.
+"""One puzzle: its brief, the files to edit, and the runs (grade, quick check, profile) with their progress and outcome.
 
 Runs happen in a thread worker through tutor.app.runs (tutor.actions underneath);
-harness events come back as messages. Watch mode re-grades on every save of an
-editable file, like rustlings. Leaving the screen cancels a run in progress.
+harness events come back as messages. Watch mode runs a quick check (correctness
+and a short timing, nothing recorded) on every save of an editable file, like
+rustlings; `g` grades for real. Leaving the screen cancels a run in progress.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from tutor.errors import TutorError
 from tutor.machine import readiness
 
 FALLBACK_EDITORS = ("nano", "vim", "vi")
-WATCH_DEBOUNCE_MS = 400  # editors write a file in several steps; one re-run per save
 
 
 class PuzzleScreen(Screen):
@@ -45,7 +45,7 @@ class PuzzleScreen(Screen):
         Binding("p", "run('profile-baseline')", "Profile", tooltip="profile the baseline: metrics and a trace"),
         Binding("P", "run('profile-mine')", "Profile mine", show=False, tooltip="profile your workload.py"),
         Binding("c", "cancel", "Cancel", tooltip="stop the run (the workload process is killed)"),
-        Binding("w", "toggle_watch", "Watch", tooltip="watch mode: every save of your files re-grades"),
+        Binding("w", "toggle_watch", "Watch", tooltip="watch mode: every save re-checks (not a grade)"),
         Binding("h", "hint", "Hint", tooltip="reveal the next hint (recorded)"),
         Binding("e", "edit", "Edit", tooltip="open the highlighted file in $EDITOR (enter does too)"),
         Binding("r", "results", "Results", tooltip="verdict, metrics, kernels, history, the trace"),
@@ -64,6 +64,7 @@ class PuzzleScreen(Screen):
         self._harness = None
         self._cancel_requested = False
         self._rerun_after_cancel = False
+        self._check_after_run = False  # a save while a grade or profile ran: check once it ends
         self._last_problem: TutorError | None = None
         self._last_kind = "grade"
         self._watch_stop = None
@@ -106,7 +107,7 @@ class PuzzleScreen(Screen):
     def _idle_text(self) -> Content:
         return Content.from_markup(
             "[b]g[/b] grade your files · [b]p[/b] profile the baseline · [b]P[/b] profile yours · "
-            "[b]w[/b] watch: re-grade on every save · [b]e[/b] edit the highlighted file")
+            "[b]w[/b] watch: re-check on every save · [b]e[/b] edit the highlighted file")
 
     @work(thread=True, exclusive=True, group="standing")
     def load_standing(self, show_last: bool = False) -> None:
@@ -120,7 +121,7 @@ class PuzzleScreen(Screen):
 
     def _show_standing(self, status, hints: int, record) -> None:
         ready = readiness(self.puzzle, self.app.machine) if self.app.machine else None
-        watch = (Content.styled("● watching: every save re-grades", "$text-accent") if self.watching
+        watch = (Content.styled("● watching: every save re-checks", "$text-accent") if self.watching
                  else Content.styled("○ watch off (w)", "$foreground-muted"))
         self.query_one("#standing", Static).update(Content("\n").join([
             status_line(status, "\n"), Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
@@ -197,7 +198,7 @@ class PuzzleScreen(Screen):
         if error is not None and getattr(error, "kind", "") == "cancelled":
             if self._rerun_after_cancel:
                 self._rerun_after_cancel = False
-                self.action_run("grade", note="after your save")
+                self.action_run("check", note="after your save")
                 return
             panel.idle(Content.assemble(("Run cancelled; the workload process was stopped.\n", "bold"),
                                         self._idle_text()), title="Cancelled")
@@ -205,7 +206,14 @@ class PuzzleScreen(Screen):
             self._show_problem(error)
         elif message.kind_key == "grade":
             self._last_problem = None
-            panel.verdict(message.result)
+            graded = message.result
+            if graded.answer is not None:
+                panel.answer_problem(graded.answer, graded.verdict)
+            else:
+                panel.verdict(graded.verdict)
+        elif message.kind_key == "check":
+            self._last_problem = None
+            panel.quick_check(message.result)
         else:
             self._last_problem = None
             outcome = message.result
@@ -215,6 +223,11 @@ class PuzzleScreen(Screen):
         self.load_standing()
         self.query_one(EditableFiles).refresh_files()
         self._refresh_results_screens()
+        if self._check_after_run and self.watching:
+            self.notify("Now checking what you saved during that run; r shows that run's outcome.",
+                        title="Watch mode")
+            self.action_run("check", note="after your save")
+        self._check_after_run = False
 
     def _refresh_results_screens(self) -> None:
         from tutor.app.screens.results import ResultsScreen
@@ -250,7 +263,8 @@ class PuzzleScreen(Screen):
     def action_results(self) -> None:
         from tutor.app.screens.results import ResultsScreen
 
-        self.app.push_screen(ResultsScreen(self.puzzle, tab="verdict" if self._last_kind == "grade" else "metrics"))
+        tab = "metrics" if self._last_kind.startswith("profile") else "verdict"
+        self.app.push_screen(ResultsScreen(self.puzzle, tab=tab))
 
     def action_back(self) -> None:
         if self.running is not None:
@@ -299,7 +313,8 @@ class PuzzleScreen(Screen):
             self._watch_stop = asyncio.Event()
             self.watching = True
             self._watch_files()
-            self.notify(f"Watching {', '.join(self.puzzle.editable)}: every save re-grades.", title="Watch mode")
+            self.notify(f"Watching {', '.join(self.puzzle.editable)}: every save runs a quick check "
+                        "(correctness and speed, not recorded); g grades.", title="Watch mode")
         self.load_standing()
 
     def _stop_watching(self) -> None:
@@ -311,6 +326,8 @@ class PuzzleScreen(Screen):
     @work(exclusive=True, group="watch")
     async def _watch_files(self) -> None:
         from watchfiles import awatch
+
+        from tutor.quick_check import WATCH_DEBOUNCE_MS
 
         names = set(self.puzzle.editable)
         stop = self._watch_stop
@@ -324,11 +341,13 @@ class PuzzleScreen(Screen):
         if not self.watching:
             return
         saved = ", ".join(p.name for p in message.paths)
-        if self.running is not None:
-            self._rerun_after_cancel = True  # the run in progress checks stale code: restart it
+        if self.running is None:
+            self.action_run("check", note=f"after your save of {saved}")
+        elif self.running.key == "check":
+            self._rerun_after_cancel = True  # the check in progress runs stale code: restart it
             self._cancel_run()
         else:
-            self.action_run("grade", note=f"after your save of {saved}")
+            self._check_after_run = True  # a grade or profile the learner asked for runs to its end
 
     # -- the command palette -----------------------------------------------------------------------
 
@@ -338,7 +357,9 @@ class PuzzleScreen(Screen):
         yield from self._profile_commands()
         if self.running is not None:
             yield SystemCommand("Cancel the run", "stop the workload process (c)", self.action_cancel)
-        yield SystemCommand("Watch mode on/off", "re-grade on every save (w)", self.action_toggle_watch)
+        yield SystemCommand("Quick check", "correctness and speed now, not recorded (what watch mode runs)",
+                            lambda: self.action_run("check"))
+        yield SystemCommand("Watch mode on/off", "a quick check on every save (w)", self.action_toggle_watch)
         yield SystemCommand("Reveal a hint", "the next hint, recorded (h)", self.action_hint)
         for name in self.puzzle.editable:
             yield SystemCommand(f"Edit {name}", f"open {p}/{name} in $EDITOR", lambda n=name: self.action_edit(n))

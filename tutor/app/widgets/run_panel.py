@@ -2,26 +2,32 @@
 
 Running: one chip per harness stage (done, current, to come), a bar for
 `progress` events (warm-up and timing rounds), the stage's detail and the
-elapsed time. Ended: the verdict per criterion, a profile's headline figures,
-or a problem panel with the last lines of the workload's output.
+elapsed time. Ended: the verdict per criterion, a quick check's findings, a
+profile's headline figures, or a problem panel: the last lines of the
+workload's output, or the line of answer.toml that could not be read.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
-from tutor.app.formatting import metric_value
+from tutor.app.formatting import metric_value, short_path, speedup
 from tutor.app.openers import opener_for
 from tutor.app.runs import STAGE_LABELS, RunKind
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.app.widgets.verdict import VerdictView, verdict_title
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics
+
+if TYPE_CHECKING:
+    from tutor.grading.answer import AnswerError
+    from tutor.quick_check import QuickCheck
 
 MUTED = "$foreground-muted"
 # RunFailed.kind -> the panel's title, in the learner's words.
@@ -81,6 +87,38 @@ def profile_lines(which: str, metrics: ProfileMetrics, trace: str) -> Content:
         Content.styled(f"r: every metric, the kernel table and how to open the {opener.noun} in {opener.viewer}. "
                        f"Cite metric names and values from the {which} profile in answer.toml.", MUTED),
     ])
+
+
+def _mark(good: bool) -> Content:
+    return Content.styled("✓", "bold $text-success") if good else Content.styled("✗", "bold $text-error")
+
+
+def quick_check_title(q: QuickCheck) -> str:
+    if not q.correct:
+        return "Quick check · not correct"
+    return f"Quick check · correct · {speedup(q.speedup.median)} vs {q.vs}"
+
+
+def quick_check_lines(q: QuickCheck) -> Content:
+    lines = [Content.assemble(_mark(good), " ", text) for good, text in q.findings()]
+    if q.answer is not None:  # its finding comes last: the line at fault goes right under it
+        lines += [Content.styled("  " + line, "$text-warning") for line in q.answer.excerpt()]
+    lines.append(Content.styled("A quick check, not a grade: nothing is recorded. g grades for real, "
+                                "with your diagnosis.", MUTED))
+    return Content("\n").join(lines)
+
+
+def answer_lines(e: AnswerError, v: Verdict) -> Content:
+    """The line at fault and how to write the file, then the rest of the grade in one line."""
+    from tutor.grading.answer import FORMAT_HINT
+
+    lines = [Content.styled(e.message, "bold")]
+    lines += [Content.styled(line, "$text-warning") for line in e.excerpt()]
+    lines.append(Content(f"Fix it in {short_path(e.path)} and save: {FORMAT_HINT}."))
+    rest = [Content.assemble(_mark(c.passed), f" {c.name}") for c in v.criteria if c.name != "diagnosis"]
+    lines.append(Content.assemble(Content.styled("The rest of the grade (recorded): ", MUTED),
+                                  Content(" · ").join(rest)))
+    return Content("\n").join(lines)
 
 
 class RunPanel(Vertical):
@@ -165,6 +203,21 @@ class RunPanel(Vertical):
         view = self.query_one(VerdictView)
         view.display = True
         view.show(v)
+
+    def quick_check(self, q: QuickCheck, note: str = "") -> None:
+        self._stop()
+        self._set_mode("-passed" if q.correct and q.tier else "-failed")
+        self.border_title = quick_check_title(q) + (f" · {note}" if note else "")
+        self.border_subtitle = "g: grade for real"
+        self._body(quick_check_lines(q))
+
+    def answer_problem(self, e: AnswerError, v: Verdict) -> None:
+        """A grade whose diagnosis failed because answer.toml cannot be read: that first, as a problem."""
+        self._stop()
+        self._set_mode("-problem")
+        self.border_title = f"{e.path.name} cannot be read · {verdict_title(v)}"
+        self.border_subtitle = "r: full results"
+        self._body(answer_lines(e, v))
 
     def profile(self, which: str, metrics: ProfileMetrics, trace: str) -> None:
         self._stop()

@@ -1,0 +1,98 @@
+"""The quick check that watch mode runs: tiers it can tell from one comparison, what it says, and a real run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from tutor.catalog import Tier, Timing, get_puzzle
+from tutor.grading.answer import answer_problem
+from tutor.grading.verdict import Criterion
+from tutor.progress import Progress
+from tutor.quick_check import QuickCheck, quick_check, quick_rounds, reachable_tier
+from tutor.stats import Estimate
+
+PUZZLE0 = get_puzzle("puzzle0")  # bronze 5x, silver 15x, gold 30x, all vs baseline
+# Like puzzle1: bronze vs the baseline, silver and gold vs other workloads that only a grade times.
+MIXED = dataclasses.replace(PUZZLE0, tiers=(
+    Tier("bronze", "baseline", 3.0), Tier("silver", "eager", 1.0), Tier("gold", "eager", 1.5),
+    Tier("gold", "graph", 1.3)))
+
+
+def at_least(low: float) -> Estimate:
+    return Estimate(median=low * 1.1, low=low, high=low * 1.2, n=10)
+
+
+def test_a_quarter_of_the_grades_rounds_and_never_fewer_than_ten():
+    assert quick_rounds(PUZZLE0) == 10  # 15 rounds in a grade
+    assert quick_rounds(dataclasses.replace(PUZZLE0, timing=Timing(rounds=80))) == 20
+
+
+def test_the_tier_reached_counts_the_lower_bound_and_each_tier_needs_those_below():
+    assert reachable_tier(PUZZLE0, "baseline", at_least(4.9)) == ("", "")
+    assert reachable_tier(PUZZLE0, "baseline", at_least(20)) == ("silver", "")
+    assert reachable_tier(PUZZLE0, "baseline", at_least(31)) == ("gold", "")
+
+
+def test_a_tier_measured_against_another_workload_is_left_to_a_grade():
+    assert reachable_tier(MIXED, "baseline", at_least(4)) == ("bronze", "silver")
+    assert reachable_tier(MIXED, "baseline", at_least(2)) == ("", "")
+    both = dataclasses.replace(PUZZLE0, tiers=(Tier("bronze", "baseline", 2.0), Tier("bronze", "eager", 1.0)))
+    assert reachable_tier(both, "baseline", at_least(3)) == ("", "bronze")
+    assert reachable_tier(both, "baseline", at_least(1)) == ("", "")
+
+
+def check(passed=True, tier="gold", unmeasured="", fair_play=(), answer=None, details=()) -> QuickCheck:
+    summary = "Output matches baseline on 3 fresh inputs." if passed else "Output differs from baseline."
+    return QuickCheck("puzzle0", Criterion("correctness", passed, summary, list(details)), "baseline",
+                      Estimate(38.0, 36.3, 41.5, 10), tier, unmeasured, list(fair_play), answer)
+
+
+def test_what_a_quick_check_says():
+    [correct, speed] = check().findings()
+    assert correct == (True, "correct: Output matches baseline on 3 fresh inputs.")
+    assert speed == (True, "38.00x vs baseline (95% CI 36.30-41.50, 10 rounds): would reach gold")
+    _, speed = check(tier="bronze", unmeasured="silver").findings()[:2]
+    assert speed[1].endswith("would reach bronze; silver also compares against a workload only a grade times")
+    _, speed = check(tier="").findings()
+    assert speed == (False, "38.00x vs baseline (95% CI 36.30-41.50, 10 rounds): below every tier "
+                            "(the lower bound counts)")
+
+
+def test_a_wrong_output_names_the_first_input_that_failed_and_the_speed_does_not_count():
+    details = ["input 1: relative L2 error 1.00e-09, ok", "input 2: relative L2 error 5.00e-01, too far (limit 1e-05)"]
+    q = check(passed=False, tier="", details=details)
+    assert not q.correct
+    assert q.findings() == [
+        (False, "not correct: Output differs from baseline. "
+                "input 2: relative L2 error 5.00e-01, too far (limit 1e-05)"),
+        (False, "38.00x vs baseline (95% CI 36.30-41.50, 10 rounds): it counts once the output is right")]
+
+
+def test_fair_play_and_an_unreadable_answer_are_reported_too(tmp_path):
+    caught = Criterion("fair play", False, "Your workload interfered with the grader.",
+                       ["it patched time.perf_counter"])
+    path = tmp_path / "answer.toml"
+    path.write_text("bottleneck = [oops\n")
+    q = check(tier="", fair_play=[caught], answer=answer_problem(path))
+    assert not q.correct
+    findings = q.findings()
+    assert (False, "fair play: Your workload interfered with the grader. it patched time.perf_counter") in findings
+    assert findings[-1] == (False, "answer.toml, line 1, column 15: not valid TOML (Invalid value). "
+                                   "A grade would fail the diagnosis.")
+
+
+def test_a_real_quick_check_of_a_wrong_workload_on_puzzle0_records_nothing(workspace):
+    solution = (PUZZLE0.solution_dir / "workload.py").read_text()
+    (workspace.root / "puzzle0" / "workload.py").write_text(solution.replace("clamp_(-3.0, 3.0)", "clamp_(-2.0, 2.0)"))
+    events = []
+    q = quick_check(workspace, PUZZLE0, events.append)
+    assert not q.correct and not q.correctness.passed and q.tier == ""
+    assert "too far" in q.findings()[0][1]
+    assert q.vs == "baseline" and q.speedup.n == 10 and q.speedup.median > 5  # still the fast path, just wrong
+    request = json.loads((q.run_dir / "request.json").read_text())
+    assert request["mode"] == "check" and request["time"] == ["mine", "baseline"]
+    assert request["timing"] == {"warmup": PUZZLE0.timing.warmup, "rounds": 10}
+    assert [e["stage"] for e in events if e["type"] == "stage"][-1] == "timing"
+    progress = Progress(workspace.db_path)
+    assert progress.attempts("puzzle0") == [] and progress.latest_profile("puzzle0", "mine") is None

@@ -1,0 +1,105 @@
+"""A quick check of the learner's files: correctness and a short timing, not a grade.
+
+Watch mode runs it on every save, like rustlings: the harness in check mode with
+the learner's workload, the oracle and the first tier's comparison, over a
+quarter of a grade's rounds. No memory run, no diagnosis, and nothing recorded:
+only `grade` makes an attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tutor.actions import EventHandler, Register, _base_request, _check_workload_file, _new_run_dir
+from tutor.catalog import Puzzle
+from tutor.grading.answer import AnswerError, answer_problem
+from tutor.grading.fair_play import check_fair_play
+from tutor.grading.performance import check_correctness, speedups_vs
+from tutor.grading.verdict import Criterion
+from tutor.runner import run_harness
+from tutor.stats import Estimate
+from tutor.workspace import Workspace
+
+MIN_ROUNDS = 10  # fewer and the 95% interval of the median is the whole range of the samples
+WATCH_DEBOUNCE_MS = 400  # editors write a file in several steps: one check per save
+
+
+@dataclass
+class QuickCheck:
+    puzzle: str
+    correctness: Criterion
+    vs: str  # what the speed-up is measured against: the first tier's comparison
+    speedup: Estimate
+    tier: str  # the highest tier the speed-up clears, counting only tiers measured against `vs`
+    unmeasured_tier: str = ""  # the next tier, when it compares against a workload only a grade times
+    fair_play: list[Criterion] = field(default_factory=list)
+    answer: AnswerError | None = None  # answer.toml cannot be read: a grade's diagnosis would fail
+    run_dir: Path | None = None
+
+    @property
+    def correct(self) -> bool:
+        """Right output, fairly made: only then does the speed-up count."""
+        return self.correctness.passed and not self.fair_play
+
+    def findings(self) -> list[tuple[bool, str]]:
+        """What the check found, one (good, line) per item, in the learner's words; the faces style them."""
+        c, est = self.correctness, self.speedup
+        lines = [(c.passed, f"correct: {c.summary}" if c.passed else f"not correct: {c.summary} {_first_wrong(c)}")]
+        speed = f"{est.median:.2f}x vs {self.vs} (95% CI {est.low:.2f}-{est.high:.2f}, {est.n} rounds)"
+        if not self.correct:
+            lines.append((False, f"{speed}: it counts once the output is right"))
+        elif self.tier or self.unmeasured_tier:
+            reach = [f"would reach {self.tier}"] if self.tier else []
+            if self.unmeasured_tier:
+                reach.append(f"{self.unmeasured_tier} also compares against a workload only a grade times")
+            lines.append((True, f"{speed}: {'; '.join(reach)}"))
+        else:
+            lines.append((False, f"{speed}: below every tier (the lower bound counts)"))
+        lines += [(False, f"{f.name}: {f.summary} {f.details[0] if f.details else ''}".rstrip())
+                  for f in self.fair_play]
+        if self.answer is not None:
+            lines.append((False, f"{self.answer.message} A grade would fail the diagnosis."))
+        return lines
+
+
+def _first_wrong(c: Criterion) -> str:
+    """The first input or timed round that failed: check_correctness ends a good one with ', ok'."""
+    return next((d for d in c.details if not d.endswith(", ok") and not d.startswith("timed rounds: all")), "")
+
+
+def quick_rounds(puzzle: Puzzle) -> int:
+    return max(MIN_ROUNDS, puzzle.timing.rounds // 4)
+
+
+def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
+    """The highest tier `est` clears (tiers in order, each needing those below), and the next tier
+    when `est` clears its bound but it also compares against a workload only a grade times, else ""."""
+    reached = ""
+    for name in dict.fromkeys(t.name for t in puzzle.tiers):
+        entries = [t for t in puzzle.tiers if t.name == name]
+        if any(t.vs == vs and est.low < t.min_speedup for t in entries):
+            return reached, ""
+        if any(t.vs != vs for t in entries):
+            return reached, name
+        reached = name
+    return reached, ""
+
+
+def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
+                register: Register | None = None) -> QuickCheck:
+    """Check and time the learner's workload.py briefly; raises RunFailed as a grade would, records nothing."""
+    _check_workload_file(ws, puzzle)
+    vs, oracle = puzzle.tiers[0].vs, puzzle.correctness.oracle
+    timed = list(dict.fromkeys(["mine", vs]))
+    request = _base_request(ws, puzzle, "check", list(dict.fromkeys([*timed, oracle])))
+    request["timing"]["rounds"] = quick_rounds(puzzle)
+    request.update(candidate="mine", oracle=oracle, time=timed, correctness={"checks": puzzle.correctness.checks})
+    run_dir = _new_run_dir(ws, puzzle, "check")
+    result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
+    correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
+    est = speedups_vs(result["samples_ms"])[vs]
+    fair_play = check_fair_play(result.get("violations", ()))
+    tier, unmeasured = reachable_tier(puzzle, vs, est) if correctness.passed and not fair_play else ("", "")
+    answer = answer_problem(ws.editable_path(puzzle, "answer.toml")) if "answer.toml" in puzzle.editable else None
+    return QuickCheck(puzzle.id, correctness, vs, est, tier, unmeasured, fair_play, answer, run_dir)
