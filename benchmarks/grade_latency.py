@@ -24,7 +24,7 @@ from pathlib import Path
 from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.machine import readiness
-from tutor.reference import solve_with_reference
+from tutor.reference import ready_to_grade
 from tutor.workspace import init_workspace
 
 DEFAULT_PUZZLES = ("puzzle0", "puzzle1")
@@ -72,10 +72,7 @@ def main() -> int:
             continue
         ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-latency-")) / "ws")
         t0 = time.monotonic()
-        if args.which == "reference":
-            solve_with_reference(ws, puzzle)
-        else:
-            actions.profile(ws, puzzle, "baseline")
+        ready_to_grade(ws, puzzle, args.which)
         print(f"{puzzle_id}: profile baseline (and install the reference) {time.monotonic() - t0:.1f} s "
               "(not counted)", flush=True)
         runs = []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tutor import actions
 from tutor.catalog import get_puzzle
-from tutor.reference import solve_with_reference
+from tutor.reference import ready_to_grade
 from tutor.workspace import init_workspace
 
 
@@ -33,10 +33,7 @@ def main() -> int:
     ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-stability-")) / "ws")
 
     t0 = time.monotonic()
-    if args.which == "reference":
-        solve_with_reference(ws, puzzle)
-    else:
-        actions.profile(ws, puzzle, "baseline")
+    ready_to_grade(ws, puzzle, args.which)
     print(f"profile baseline (and install the reference): {time.monotonic() - t0:.1f} s", flush=True)
 
     rows = []

@@ -19,7 +19,7 @@ from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 from tutor.progress import Progress
-from tutor.reference import solve_with_reference
+from tutor.reference import ready_to_grade
 from tutor.workspace import init_workspace
 
 
@@ -30,7 +30,7 @@ def main() -> int:
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-ncu-")) / "ws")
-    solve_with_reference(ws, puzzle)
+    ready_to_grade(ws, puzzle)
     for which in ("baseline", "mine"):
         t0 = time.monotonic()
         # A solution citing kernel evidence (puzzle3) was profiled under ncu by install_reference.

@@ -75,6 +75,14 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
     }
 
 
+def check_request(ws: Workspace, puzzle: Puzzle, timed: list[str]) -> dict:
+    """A check-mode request: the learner's output checked against the oracle, then `timed` interleaved."""
+    oracle = puzzle.correctness.oracle
+    request = _base_request(ws, puzzle, "check", list(dict.fromkeys([*timed, oracle])))
+    request.update(candidate="mine", oracle=oracle, time=timed, correctness={"checks": puzzle.correctness.checks})
+    return request
+
+
 def _check_workload_file(ws: Workspace, puzzle: Puzzle) -> None:
     path = ws.editable_path(puzzle, "workload.py")
     if not path.is_file():
@@ -161,11 +169,7 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     _check_workload_file(ws, puzzle)
     progress = Progress(ws.db_path)
     hash_before = code_hash(ws, puzzle)
-    timed = ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)]
-    prepare = list(dict.fromkeys([*timed, puzzle.correctness.oracle]))
-    request = _base_request(ws, puzzle, "check", prepare)
-    request.update(candidate="mine", oracle=puzzle.correctness.oracle, time=timed,
-                   correctness={"checks": puzzle.correctness.checks})
+    request = check_request(ws, puzzle, ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)])
     run_dir = _new_run_dir(ws, puzzle, "grade")
     try:
         result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result

@@ -7,7 +7,6 @@ profiles just taken, exactly as a learner's must.
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 import tomllib
@@ -15,20 +14,22 @@ import tomllib
 from tutor import actions
 from tutor.catalog import Puzzle
 from tutor.grading.answer import read_answer
+from tutor.grading.extra import grader_module
 from tutor.workspace import Workspace
 
 
-def solve_with_reference(ws: Workspace, puzzle: Puzzle) -> actions.ProfileOutcome:
-    """Profile the baseline and install the reference citing it; returns the baseline's profile.
+def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> None:
+    """Profile the baseline (the diagnosis checks against it); with which="reference", install the solution.
 
     A puzzle whose answer reports what happened in the run (puzzle3: GemLite's choice on this
     machine) learns it as a learner can: from the report of a first grade, of the starter files.
     """
     profile = actions.profile(ws, puzzle, "baseline")
-    grader = importlib.import_module(f"graders.{puzzle.grader}") if puzzle.grader else None
+    if which != "reference":
+        return
+    grader = grader_module(puzzle)
     facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
     install_reference(ws, puzzle, profile.metrics.values, grader.answer_from_facts(facts) if facts else {})
-    return profile
 
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],

@@ -34,9 +34,14 @@ class LearnerProfiles:
         return bool(row) and (workload != "mine" or row["code_hash"] == self.code_hash)
 
 
+def grader_module(puzzle: Puzzle):
+    """The puzzle's `graders/<name>.py`, or None when it has no checks of its own."""
+    return importlib.import_module(f"graders.{puzzle.grader}") if puzzle.grader else None
+
+
 def puzzle_criteria(puzzle: Puzzle, result: dict, answer_path: Path | None = None,
                     profiles: LearnerProfiles | None = None) -> list[Criterion]:
-    if not puzzle.grader:
+    module = grader_module(puzzle)
+    if module is None:
         return []
-    module = importlib.import_module(f"graders.{puzzle.grader}")
     return list(module.criteria(puzzle, result, answer_path, profiles or LearnerProfiles()))
