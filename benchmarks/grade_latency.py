@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tutor import actions
 from tutor.catalog import get_puzzle
+from tutor.grading.verdict import Verdict
 from tutor.machine import readiness
 from tutor.reference import ready_to_grade
 from tutor.workspace import init_workspace
@@ -30,8 +31,8 @@ from tutor.workspace import init_workspace
 DEFAULT_PUZZLES = ("puzzle0", "puzzle1")
 
 
-def timed_grade(ws, puzzle) -> tuple[dict[str, float], bool]:
-    """Seconds per stage of one grade, in the order the stages began; and whether it passed."""
+def timed_grade(ws, puzzle) -> tuple[dict[str, float], Verdict]:
+    """Seconds per stage of one grade, in the order the stages began; and its verdict."""
     marks: list[tuple[str, float]] = []
     prefix = ""
 
@@ -53,7 +54,7 @@ def timed_grade(ws, puzzle) -> tuple[dict[str, float], bool]:
     for (name, at), (_, until) in zip(marks, [*marks[1:], ("end", end)]):
         stages[name] = stages.get(name, 0.0) + until - at
     stages["total"] = end - start
-    return stages, verdict.passed
+    return stages, verdict
 
 
 def main() -> int:
@@ -77,9 +78,9 @@ def main() -> int:
               "(not counted)", flush=True)
         runs = []
         for i in range(args.runs):
-            stages, passed = timed_grade(ws, puzzle)
+            stages, verdict = timed_grade(ws, puzzle)
             runs.append(stages)
-            print(f"  grade {i + 1}: {stages['total']:.2f} s, passed={passed}", flush=True)
+            print(f"  grade {i + 1}: {stages['total']:.2f} s, passed={verdict.passed}", flush=True)
         names = list(dict.fromkeys(name for run in runs for name in run))
         total = statistics.median(run["total"] for run in runs)
         print(f"{puzzle_id} ({puzzle.hardware.device}), {args.which}, {len(runs)} grades: seconds per stage")

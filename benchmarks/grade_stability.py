@@ -1,25 +1,91 @@
 """Grade a puzzle's reference solution (or its untouched baseline) N times; print verdict agreement and spread.
 
-    python benchmarks/grade_stability.py puzzle0 --runs 5 [--which reference|baseline] [--json out.json]
+    python benchmarks/grade_stability.py puzzle0 --runs 5 [--which reference|baseline] [--rounds 60,240] [--json out.json]
 
 Each grade is a fresh harness process with a fresh seed, as a learner's would be.
 Target (issue 2/5): 100% verdict agreement; speedups within ±3% on the H100.
+
+Where the spread comes from: each grade's raw samples (the run's result.json) give the
+speed-up's own sampling error (bootstrap SE of the median ratio). If the spread between
+grades is no larger than that, more rounds narrow it; if it is larger, something changes
+between processes (the host's speed, clocks) that no number of rounds removes.
+`--rounds 60,240` alternates the grades between those round counts to show which it is;
+each workload's GPU and host medians per grade show which clock moved.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import random
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from tutor import actions
+from grade_latency import timed_grade
+
 from tutor.catalog import get_puzzle
 from tutor.reference import ready_to_grade
+from tutor.runner import RESULT_NAME
 from tutor.workspace import init_workspace
+
+BOOTSTRAP_RESAMPLES = 400
+
+
+def with_rounds(puzzle, rounds: int | None):
+    return puzzle if not rounds else dataclasses.replace(puzzle, timing=dataclasses.replace(puzzle.timing, rounds=rounds))
+
+
+def newest_grade_result(ws) -> dict:
+    run = max(ws.runs_dir.glob("*-grade-*"), key=lambda p: p.stat().st_mtime)
+    return json.loads((run / RESULT_NAME).read_text())
+
+
+def tier_speedups(puzzle, speedups: dict[str, dict]) -> list[tuple[str, tuple[str, dict]]]:
+    """(clock, (vs, estimate)) for every comparator on the call clock, and on the GPU clock where a tier uses it."""
+    gpu_vs = {t.vs for t in puzzle.tiers if t.clock == "gpu"}
+    return [("call", item) for item in speedups["call"].items()] + [
+        ("gpu", item) for item in speedups["gpu"].items() if item[0] in gpu_vs]
+
+
+def median_se(values: list[float], rng: random.Random) -> float:
+    """Bootstrap standard error of the median."""
+    n = len(values)
+    meds = [statistics.median(rng.choices(values, k=n)) for _ in range(BOOTSTRAP_RESAMPLES)]
+    return statistics.stdev(meds)
+
+
+def ratios(samples: dict[str, list[float]], vs: str) -> list[float]:
+    return [b / m for b, m in zip(samples[vs], samples["mine"]) if m > 0]
+
+
+def decompose(rows: list[dict]) -> None:
+    """Per comparator and round count: the spread between grades against each grade's own sampling error."""
+    rng = random.Random(0)
+    for rounds in sorted({r["rounds"] for r in rows}):
+        arm = [r for r in rows if r["rounds"] == rounds]
+        if len(arm) < 2:
+            continue
+        print(f"  {rounds} rounds, {len(arm)} grades:")
+        for vs in arm[0]["speedups"]["call"]:
+            medians = [statistics.median(ratios(r["samples_ms"], vs)) for r in arm]
+            mid = statistics.median(medians)
+            between = statistics.stdev(medians) / mid
+            within = statistics.fmean(median_se(ratios(r["samples_ms"], vs), rng) for r in arm) / mid
+            excess = max(0.0, between**2 - within**2) ** 0.5
+            print(f"    vs {vs:14} between-grade SD {between:6.2%}  within-grade SE {within:6.2%}  "
+                  f"excess {excess:6.2%}  range -{(mid - min(medians)) / mid:.1%} / +{(max(medians) - mid) / mid:.1%}")
+        for name in arm[0]["samples_ms"]:
+            meds = [statistics.median(r["samples_ms"][name]) for r in arm]
+            line = f"    {name:16} median ms per grade: " + " ".join(f"{m:.4f}" for m in meds)
+            clocks = [r["clocks"][name] for r in arm if name in r.get("clocks", {})]
+            if clocks:
+                line += f"   {clocks[0]['method']}: GPU " + " ".join(f"{statistics.median(c['gpu_ms']):.4f}" for c in clocks)
+                line += "  host " + " ".join(f"{statistics.median(c['host_ms']):.4f}" for c in clocks)
+            print(line)
 
 
 def main() -> int:
@@ -27,9 +93,11 @@ def main() -> int:
     parser.add_argument("puzzle")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--which", choices=["reference", "baseline"], default="reference")
+    parser.add_argument("--rounds", default="", help="comma-separated round counts to alternate (default: the puzzle's)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
+    arms = [int(r) for r in args.rounds.split(",") if r] or [None]
     ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-stability-")) / "ws")
 
     t0 = time.monotonic()
@@ -38,17 +106,24 @@ def main() -> int:
 
     rows = []
     for i in range(args.runs):
-        t0 = time.monotonic()
-        v = actions.grade(ws, puzzle)
-        wall = time.monotonic() - t0
-        rows.append({"run": i + 1, "passed": v.passed, "tier": v.tier, "wall_s": wall, "timings_ms": v.timings_ms,
-                     "speedups": v.speedups, "criteria": {c.name: c.passed for c in v.criteria},
-                     "host_timed": [d for c in v.criteria for d in c.details if "host clock" in d]})
-        sp = "  ".join(f"vs {k}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]" for k, s in v.speedups.items())
+        graded = with_rounds(puzzle, arms[i % len(arms)])
+        started = time.time()
+        stages, v = timed_grade(ws, graded)
+        raw = newest_grade_result(ws)
+        rows.append({"run": i + 1, "rounds": graded.timing.rounds, "started": started, "passed": v.passed,
+                     "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,
+                     "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},
+                     "samples_ms": raw["samples_ms"], "clocks": raw.get("clocks", {}),
+                     "host_timed": raw.get("host_timed", []), "facts": v.facts})
+        sp = "  ".join(f"vs {k}{' (GPU)' if clock == 'gpu' else ''}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]"
+                       for clock, (k, s) in tier_speedups(puzzle, rows[-1]["speedups"]))
         ms = "  ".join(f"{k} {t:.4f} ms" for k, t in v.timings_ms.items())
-        print(f"run {i + 1}: passed={v.passed} tier={v.tier or '-':6} {sp}  | {ms}  ({wall:.1f} s)", flush=True)
-        for note in rows[-1]["host_timed"]:
-            print(f"    {note}", flush=True)
+        print(f"run {i + 1} ({graded.timing.rounds} rounds): passed={v.passed} tier={v.tier or '-':6} {sp}  | {ms}  "
+              f"({stages['total']:.1f} s)", flush=True)
+        if v.facts.get("config"):  # puzzle3: the config GemLite's autotuner kept in this process
+            print(f"    {v.facts['source']}: {v.facts['config']}", flush=True)
+        if rows[-1]["host_timed"]:
+            print(f"    timed by the host clock: {rows[-1]['host_timed']}", flush=True)
         for c in v.criteria:
             if not c.passed or i == 0:
                 print(f"    {c.name}: {'pass' if c.passed else 'FAIL'}: {c.summary} {'; '.join(c.details[:4])}", flush=True)
@@ -56,12 +131,17 @@ def main() -> int:
     verdicts = [(r["passed"], r["tier"]) for r in rows]
     agreement = verdicts.count(statistics.mode(verdicts)) / len(verdicts)
     print(f"\n{puzzle.id} {args.which}: verdict agreement {agreement:.0%} over {len(rows)} grades")
-    for vs in rows[0]["speedups"]:
-        medians = [r["speedups"][vs]["median"] for r in rows]
+    for clock, vs in dict.fromkeys((c, k) for r in rows for c, (k, _) in tier_speedups(puzzle, r["speedups"])):
+        medians = [r["speedups"][clock][vs]["median"] for r in rows]
         mid = statistics.median(medians)
-        print(f"  speedup vs {vs}: median {mid:.3f}x, spread {min(medians):.3f}-{max(medians):.3f} "
+        on = "GPU time" if clock == "gpu" else "call time"
+        print(f"  speedup vs {vs} on {on}: median {mid:.3f}x, spread {min(medians):.3f}-{max(medians):.3f} "
               f"(-{(mid - min(medians)) / mid:.1%} / +{(max(medians) - mid) / mid:.1%})")
     print(f"  grade wall time: median {statistics.median(r['wall_s'] for r in rows):.1f} s")
+    stage_names = list(dict.fromkeys(name for r in rows for name in r["stages"]))
+    print("  seconds per stage (median): " + ", ".join(
+        f"{name} {statistics.median(r['stages'].get(name, 0.0) for r in rows):.2f}" for name in stage_names))
+    decompose(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -15,6 +15,7 @@ import pytest
 
 from tutor import actions
 from tutor.catalog import get_puzzle
+from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.progress import Progress
 from tutor.runner import RunFailed, run_harness
 
@@ -450,11 +451,12 @@ def right(check: dict) -> bool:
 
 @pytest.mark.gpu
 def test_gpu_skipping_work_when_timed_is_caught(tmp_path):
-    result = run_cuda(tmp_path, CHAIN + """
+    honest = 3 + PROBE_CALLS + 2  # warm-up, the calls that size the GPU hold, the checked inputs
+    result = run_cuda(tmp_path, CHAIN + f"""
 calls = [0]
 def forward(w, x):
     calls[0] += 1
-    return chain(w, x) if calls[0] <= 5 else torch.zeros_like(x)  # 3 warm-up calls, 2 checks
+    return chain(w, x) if calls[0] <= {honest} else torch.zeros_like(x)
 """)
     assert all(map(right, result["checks"]))
     assert not any(map(right, result["timed_checks"]))

@@ -49,6 +49,9 @@ def test_unknown_puzzle_lists_known_ones():
     (lambda s: s.replace('oracle = "baseline"', 'oracle = "nope"'), "'nope' is not a workload"),
     (lambda s: s.replace('baseline = "baseline.py"', 'baseline = "gone.py"'), "gone.py does not exist"),
     (lambda s: s.replace("[correctness]", "[correctnes]"), "missing or has a bad field"),
+    # A CPU puzzle has one clock: a tier on the GPU's time cannot be measured there.
+    (lambda s: s.replace("min_speedup = 5.0", 'min_speedup = 5.0\nclock = "gpu"', 1), "has clock 'gpu'"),
+    (lambda s: s.replace("min_speedup = 5.0", 'min_speedup = 5.0\nclock = "wall"', 1), "has clock 'wall'"),
 ])
 def test_broken_puzzle_toml_names_the_problem(tmp_path, edit, words):
     folder = tmp_path / "p"

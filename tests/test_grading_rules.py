@@ -24,16 +24,42 @@ def bounds(**lows: float) -> dict[str, Estimate]:
     return {vs: Estimate(median=low * 1.05, low=low, high=low * 1.1, n=60) for vs, low in lows.items()}
 
 
+def on_both_clocks(**lows: float) -> dict[str, dict[str, Estimate]]:
+    return {"call": bounds(**lows), "gpu": bounds(**lows)}
+
+
 @pytest.mark.parametrize("lows, tier", [
     ({"baseline": 2.0, "bf16_eager": 0.3, "bf16_graph": 0.2}, ""),
     ({"baseline": 4.0, "bf16_eager": 0.9, "bf16_graph": 0.5}, "bronze"),
     ({"baseline": 6.0, "bf16_eager": 1.2, "bf16_graph": 0.6}, "silver"),
     # bf16 in a CUDA graph: 2x bf16 eager, but not faster than itself, so not gold.
     ({"baseline": 8.6, "bf16_eager": 2.0, "bf16_graph": 1.0}, "silver"),
+    ({"baseline": 14.0, "bf16_eager": 3.3, "bf16_graph": 1.4}, "silver"),  # gold needs 1.5x bf16's graph
     ({"baseline": 14.0, "bf16_eager": 3.3, "bf16_graph": 1.6}, "gold"),
 ])
 def test_a_tier_listed_twice_needs_every_entry(lows, tier):
-    assert tier_reached(get_puzzle("puzzle1"), bounds(**lows)) == tier
+    assert tier_reached(get_puzzle("puzzle1"), on_both_clocks(**lows)) == tier
+
+
+def test_gold_compares_kernels_on_the_gpu_clock():
+    # On a slow host both graphs are host-bound: their calls tie, their GPU times do not.
+    speedups = {"call": bounds(baseline=10.0, bf16_eager=3.3, bf16_graph=0.95),
+                "gpu": bounds(baseline=17.0, bf16_eager=1.8, bf16_graph=1.78)}
+    assert tier_reached(get_puzzle("puzzle1"), speedups) == "gold"
+
+
+def test_host_jitter_between_two_host_bound_graphs_does_not_cost_the_tier():
+    # puzzle3's reference on a slow host: a 1.32x faster kernel, its call median 0.865x the comparator's.
+    speedups = {"call": bounds(baseline=10.0, bf16_eager=3.3, bf16_graph=0.82),
+                "gpu": bounds(baseline=17.0, bf16_eager=1.8, bf16_graph=1.78)}
+    assert tier_reached(get_puzzle("puzzle1"), speedups) == "gold"
+
+
+def test_a_gpu_clock_tier_is_not_met_by_moving_the_work_onto_the_host():
+    # GPU time nearly nil, because the host computed the answer: its calls are 5x slower than bf16's graph.
+    speedups = {"call": bounds(baseline=3.1, bf16_eager=1.1, bf16_graph=0.2),
+                "gpu": bounds(baseline=300.0, bf16_eager=30.0, bf16_graph=30.0)}
+    assert tier_reached(get_puzzle("puzzle1"), speedups) == "silver"
 
 
 def memory_result(mine_mb: float, bf16_mb: float = 256.0, growth_mb: float = 0.0) -> dict:

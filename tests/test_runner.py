@@ -142,3 +142,13 @@ def test_cancel_kills_the_workload(make_request, tmp_path):
         for _ in run_.events():
             pass
     assert info.value.kind == "cancelled"
+
+
+def test_the_harness_keeps_its_bytecode_in_the_tutor_cache(make_request, tmp_path, monkeypatch):
+    # As on the GPU machines: nothing writes bytecode, so every run would recompile torch's modules.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run(make_request(), tmp_path)
+    kept = tmp_path / "cache" / "infprof-tutor" / "bytecode"
+    assert list(kept.rglob("timing.*.pyc")) and list(kept.rglob("torch/__init__.*.pyc"))

@@ -20,7 +20,7 @@ from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.grading.extra import LearnerProfiles, puzzle_criteria
 from tutor.grading.fair_play import check_fair_play
-from tutor.grading.performance import check_correctness, check_performance, speedups_vs
+from tutor.grading.performance import Measured, check_correctness, check_performance
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.metrics import ProfileMetrics
 from tutor.progress import Progress
@@ -186,20 +186,20 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
 
     correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     diagnosis = _diagnose(ws, puzzle, progress)
-    speedups = speedups_vs(result["samples_ms"])
-    performance, tier = check_performance(puzzle, speedups, result["samples_ms"], result.get("host_timed"))
+    performance, tier, speedups = check_performance(puzzle, Measured.from_result(result))
     rules = [*check_fair_play(result.get("violations", ())),
              *puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"),
                               _learner_profiles(progress, puzzle, hash_before))]
     # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.
     earned = correctness.passed and all(r.passed for r in rules)
     verdict = Verdict(puzzle.id, [correctness, diagnosis, performance, *rules], tier=tier if earned else "",
-                      speedups={k: vars(v) for k, v in speedups.items()},
+                      speedups={k: vars(v) for k, v in speedups["call"].items()},
+                      gpu_speedups={k: vars(v) for k, v in speedups["gpu"].items()},
                       timings_ms={k: statistics.median(v) for k, v in result["samples_ms"].items()},
                       facts=result.get("facts") or {})
     if not verdict.passed:
         verdict.next_hint = _next_hint_preview(puzzle, progress)
-    headline = speedups[puzzle.tiers[0].vs]
+    headline = speedups["call"][puzzle.tiers[0].vs]
     progress.record_attempt(puzzle.id, hash_before, verdict.passed, verdict.tier, headline.median, headline.low,
                             verdict.to_dict(), run_dir)
     return verdict

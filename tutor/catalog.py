@@ -27,11 +27,18 @@ class Hardware:
     packages: tuple[str, ...] = ()
 
 
+CLOCKS = {
+    "call": "a call's time, host and GPU (held GPU: the larger of its GPU time and the host's enqueue)",
+    "gpu": "the GPU's time alone, the host's launches kept out of it (CUDA puzzles)",
+}
+
+
 @dataclass(frozen=True)
 class Tier:
     name: str
     vs: str  # the workload the speedup is measured against
     min_speedup: float
+    clock: str = "call"  # a key of CLOCKS: which of each call's times the speedup compares
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,11 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
     for ref in [p.correctness.oracle, *(t.vs for t in p.tiers)]:
         if ref not in names:
             raise TutorError(f"{meta_path}: '{ref}' is not a workload name ({sorted(names)})", "Fix the puzzle metadata.")
+    for t in p.tiers:
+        if t.clock not in CLOCKS or (t.clock == "gpu" and p.hardware.device != "cuda"):
+            raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': use 'call'"
+                             + (" or 'gpu'" if p.hardware.device == "cuda" else " (a CPU puzzle has one clock)"),
+                             "Fix the puzzle metadata.")
     if p.grader and not (GRADERS_DIR / f"{p.grader}.py").is_file():
         raise TutorError(f"{meta_path}: grader '{p.grader}' has no module graders/{p.grader}.py", "Fix the puzzle metadata.")
     for name, file in p.workloads.items():

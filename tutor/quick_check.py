@@ -74,13 +74,15 @@ def quick_rounds(puzzle: Puzzle) -> int:
 
 def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
     """The highest tier `est` clears (tiers in order, each needing those below), and the next tier
-    when `est` clears its bound but it also compares against a workload only a grade times, else ""."""
+    when `est` clears its bound but it also compares against a workload (or on a clock) only a grade
+    times, else ""."""
     reached = ""
     for name in dict.fromkeys(t.name for t in puzzle.tiers):
         entries = [t for t in puzzle.tiers if t.name == name]
-        if any(t.vs == vs and est.low < t.min_speedup for t in entries):
+        measured = [t.vs == vs and t.clock == "call" for t in entries]
+        if any(m and est.low < t.min_speedup for m, t in zip(measured, entries)):
             return reached, ""
-        if any(t.vs != vs for t in entries):
+        if not all(measured):
             return reached, name
         reached = name
     return reached, ""

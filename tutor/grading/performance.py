@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass, field
 
-from tutor.catalog import Puzzle
+from tutor.catalog import Puzzle, Tier
 from tutor.grading.verdict import Criterion
 from tutor.stats import Estimate, speedup
 
@@ -45,34 +46,90 @@ def speedups_vs(samples_ms: dict[str, list[float]], candidate: str = "mine") -> 
     return {name: speedup(ms, samples_ms[candidate]) for name, ms in samples_ms.items() if name != candidate}
 
 
-def tier_reached(puzzle: Puzzle, speedups: dict[str, Estimate]) -> str:
+# A tier on the GPU clock also needs the learner's calls, host included, to keep near the
+# comparator's (median ratio): GPU time alone would reward moving the work onto the host.
+# Near, not level: when both are host-bound graph replays their calls are the host's enqueue, and
+# on a slow shared host that ratio wandered 0.86-1.0 between grades of the same code (puzzle3's
+# reference on the H100), while work moved onto the host costs several times the call.
+HOST_GUARD = 0.75
+
+
+@dataclass
+class Measured:
+    """What the harness timed, per workload and round: each call's time and (CUDA) the GPU's alone."""
+
+    call_ms: dict[str, list[float]]
+    gpu_ms: dict[str, list[float]] = field(default_factory=dict)
+    host_timed: list[str] = field(default_factory=list)  # charged GPU work their events missed
+    clocks: dict[str, dict] = field(default_factory=dict)  # how each was timed (tutor.harness.gpu_clock)
+    note: str = ""
+
+    @classmethod
+    def from_result(cls, result: dict) -> Measured:
+        return cls(result["samples_ms"], result.get("gpu_samples_ms", {}), result.get("host_timed", []),
+                   result.get("clocks", {}), result.get("timing_note", ""))
+
+    def speedups(self, clock: str = "call") -> dict[str, Estimate]:
+        samples = self.gpu_ms if clock == "gpu" else self.call_ms
+        return speedups_vs(samples) if "mine" in samples else {}
+
+
+def tier_met(tier: Tier, speedups: dict[str, dict[str, Estimate]]) -> bool:
+    """The lower bound clears the tier on its clock; on the GPU clock, the calls keep pace too."""
+    if speedups[tier.clock][tier.vs].low < tier.min_speedup:
+        return False
+    return tier.clock == "call" or speedups["call"][tier.vs].median >= HOST_GUARD
+
+
+def tier_reached(puzzle: Puzzle, speedups: dict[str, dict[str, Estimate]]) -> str:
     """The highest tier whose bounds all hold, each tier requiring those below it.
 
-    A tier may be listed more than once (one entry per comparator): it counts
+    A tier may be listed more than once (one entry per comparator or clock): it counts
     only when every one of its entries is met.
     """
     below, current = "", ""  # current: the tier being checked; below: the last one fully met
     for tier in puzzle.tiers:
         if tier.name != current:
             below, current = current, tier.name
-        if speedups[tier.vs].low < tier.min_speedup:
+        if not tier_met(tier, speedups):
             return below
     return current
 
 
-def check_performance(puzzle: Puzzle, speedups: dict[str, Estimate], samples_ms: dict[str, list[float]],
-                      host_timed: list[str] | None = None) -> tuple[Criterion, str]:
+def how_timed(clock: dict | None) -> str:
+    """What bound a GPU workload's calls (tutor.harness.gpu_clock): the GPU, the host, or neither was held."""
+    if not clock:
+        return ""
+    if clock["method"] == "idle":
+        return " (timed from an idle GPU: forward() waits for the GPU, so holding it would time the wait)"
+    gpu, host = statistics.median(clock["gpu_ms"]), statistics.median(clock["host_ms"])
+    return f" ({'host' if host > gpu else 'GPU'}-bound: GPU {gpu:.4g} ms, host enqueue {host:.4g} ms)"
+
+
+def describe_tier(tier: Tier, speedups: dict[str, dict[str, Estimate]]) -> str:
+    est = speedups[tier.clock][tier.vs]
+    on = " on GPU time" if tier.clock == "gpu" else ""
+    line = (f"{tier.name}: >= {tier.min_speedup:g}x vs {tier.vs}{on}: you are {est.median:.2f}x "
+            f"(95% CI {est.low:.2f}-{est.high:.2f})")
+    if tier.clock == "gpu":
+        calls = speedups["call"][tier.vs].median
+        line += f", your calls {calls:.2f}x theirs host included (at least {HOST_GUARD:g}x)"
+    return f"{line}, {'met' if tier_met(tier, speedups) else 'not met'}"
+
+
+def check_performance(puzzle: Puzzle, measured: Measured) -> tuple[Criterion, str, dict[str, dict[str, Estimate]]]:
+    """The tier reached, the details behind it, and the speed-ups per clock."""
+    speedups = {"call": measured.speedups("call"), "gpu": measured.speedups("gpu")}
     tier = tier_reached(puzzle, speedups)
-    details = [f"{name}: median {statistics.median(ms):.4g} ms over {len(ms)} rounds" for name, ms in samples_ms.items()]
-    for name in host_timed or ():
-        details.append(f"{name}: timed by the host clock: GPU work ran outside the timed stream "
-                       "(a side stream not joined back?) and was counted in full")
-    for t in puzzle.tiers:
-        est = speedups[t.vs]
-        mark = "met" if est.low >= t.min_speedup else "not met"
-        details.append(f"{t.name}: >= {t.min_speedup:g}x vs {t.vs}: you are {est.median:.2f}x "
-                       f"(95% CI {est.low:.2f}-{est.high:.2f}), {mark}")
+    details = [f"{name}: median {statistics.median(ms):.4g} ms over {len(ms)} rounds"
+               f"{how_timed(measured.clocks.get(name))}" for name, ms in measured.call_ms.items()]
+    for name in measured.host_timed:
+        details.append(f"{name}: GPU work ran after the timed stream had finished (a side stream not joined "
+                       "back?) and was counted in full")
+    if measured.note:
+        details.append(measured.note)
+    details += [describe_tier(t, speedups) for t in puzzle.tiers]
     first = puzzle.tiers[0]
     summary = (f"Tier reached: {tier}." if tier else
                f"Not yet {first.min_speedup:g}x faster than {first.vs} (the lower bound of the 95% interval counts).")
-    return Criterion("performance", bool(tier), summary, details), tier
+    return Criterion("performance", bool(tier), summary, details), tier, speedups

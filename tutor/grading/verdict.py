@@ -22,6 +22,7 @@ class Verdict:
     timings_ms: dict[str, float] = field(default_factory=dict)  # workload -> median ms
     next_hint: str = ""
     facts: dict = field(default_factory=dict)  # what the puzzle's spec reported about the run (puzzle3: GemLite's choice)
+    gpu_speedups: dict[str, dict] = field(default_factory=dict)  # as `speedups`, on the GPU's time alone (CUDA)
 
     @property
     def passed(self) -> bool:

@@ -51,6 +51,7 @@ def run(request: dict, sink: EventSink) -> dict:
     import torch
 
     from tutor.harness import device as device_module, timing
+    from tutor.harness.checks import own_copy
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
 
     if request["device"] == "cuda" and not torch.cuda.is_available():
@@ -74,6 +75,8 @@ def run(request: dict, sink: EventSink) -> dict:
     # The learner's code loads last: the other workloads are loaded, fenced and prepared (their own
     # changes to torch are in) and every namespace frozen before any of it runs.
     modules, forwards, states, resident = {}, {}, {}, {}
+    # A grade prepares several workloads from the same weights: made once, each gets its own copy.
+    shared = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name) if checking else None
     for name in sorted(names, key=lambda n: n == guard.candidate):
         if name == guard.candidate:
             guard.freeze(*_namespaces(torch, spec, modules, forwards, device, sink))
@@ -82,11 +85,13 @@ def run(request: dict, sink: EventSink) -> dict:
         forwards[name] = guard.fence(name, modules[name]) if fenced else modules[name].forward
         sink.stage("preparing", name)
         before = device.allocated_bytes()
-        weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)
+        weights = (own_copy(shared) if checking else
+                   call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name))
         states[name] = call_workload(f"{name}.prepare()", modules[name].prepare, weights, device.name)
         del weights
         # What prepare() left alive: lets a puzzle check, say, that weights really are stored in fp8.
         resident[name] = device.allocated_bytes() - before
+    del shared
     device.poison_free_memory()
     prepared = device.allocated_bytes()
 
@@ -103,7 +108,7 @@ def run(request: dict, sink: EventSink) -> dict:
         if callable(getattr(spec, "facts", None)):  # what the workloads did, for a puzzle's grader
             result["facts"] = call_workload("spec.facts", spec.facts, states)
         # Memory kept after prepare(): caches built lazily in forward() show up here.
-        result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes() - prepared}
+        result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes(full=True) - prepared}
         guard.verify()
         result["violations"] = guard.violations
     elif request["mode"] == "profile":

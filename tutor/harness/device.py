@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import statistics
 import time
 
 import torch
 
-# A workload's median host time may exceed its median event time (less the sync cost) by this
-# much before the host clock is believed instead: sync wake-up jitter stays below it.
-ESCAPE_MIN_MS = 0.03
-ESCAPE_FRACTION = 0.25
+from tutor.harness import gpu_clock
+
 # Bound when the harness imports, before any learner code: a workload that swaps time.perf_counter_ns
-# or torch.cuda.Event for its own changes nothing here (and tutor.harness.guard reports it).
+# for its own changes nothing here (and tutor.harness.guard reports it).
 _clock_ns = time.perf_counter_ns
-_Event, _device_sync = torch.cuda.Event, torch.cuda.synchronize
 
 
 class Device:
@@ -26,25 +22,42 @@ class Device:
         self.name = name
         self.cuda = name == "cuda"
         self._flush = None
-        self._host_ms: dict[str, list[float]] = {}  # per workload, beside the event samples
-        self._sync_ms = self._calibrate_sync() if self.cuda else 0.0
-        # Only timing needs the flush buffer; a profile's memory figures should be the workload's alone.
+        self._clock = None
+        self.timing_note = ""  # why GPU calls are not held, where they cannot be
+        # Only timing needs the flush buffer and the hold; a profile's memory figures should be the workload's alone.
         if self.cuda and flush_l2:
             # Twice the L2 so every timed call starts from a cold cache (50 MB on the H100).
             l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
             self._flush = torch.empty(max(2 * l2_bytes, 64 * 2**20), dtype=torch.uint8, device="cuda")
+            self._clock = gpu_clock.GpuClock(self._make_hold())
+
+    def _make_hold(self):
+        try:
+            from tutor.harness.hold import GpuHold
+            return GpuHold()
+        except Exception as e:  # no triton, or its compiler failed: time every call from an idle GPU
+            self.timing_note = f"every call timed from an idle GPU: the GPU hold is unavailable ({type(e).__name__}: {e})"
+            return None
 
     def synchronize(self) -> None:
         if self.cuda:
             torch.cuda.synchronize()
 
-    def allocated_bytes(self) -> int:
-        """Bytes held by live tensors on the GPU (0 on CPU): what a workload keeps resident."""
+    def allocated_bytes(self, full: bool = False) -> int:
+        """Bytes held by live tensors on the GPU (0 on CPU): what a workload keeps resident.
+
+        Garbage in reference cycles is not the workload's to keep: triton's autotuner, for one,
+        leaves tracebacks that hold prepare()'s frame, and with it the bf16 weights it was given.
+        What survives a collection is frozen out of the next ones (with torch.compile loaded a full
+        collection took 0.12 s on the H100 hosts, and there are two per workload); `full` collects
+        the frozen objects too, for a figure that must miss no garbage made since.
+        """
         if not self.cuda:
             return 0
-        # Garbage in reference cycles is not the workload's to keep: triton's autotuner, for one,
-        # leaves tracebacks that hold prepare()'s frame, and with it the bf16 weights it was given.
+        if full:
+            gc.unfreeze()
         gc.collect()
+        gc.freeze()
         torch.cuda.synchronize()
         # cuBLAS workspaces come from the caching allocator on first use: not the workload's to own.
         clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
@@ -81,59 +94,38 @@ class Device:
             return contextlib.nullcontext()
         return torch.cuda.nvtx.range(f"infprof.{name}")
 
-    def time_call_ms(self, fn, name: str = "call") -> tuple[float, object]:
-        """One timed call from a cold L2 and an idle GPU, so launch latency is inside the number.
+    def calibrate(self, name: str, fn) -> None:
+        """Decide how `name` is timed from one of its calls (`fn`): held, or from an idle GPU."""
+        if self._clock:
+            self._clock.calibrate(name, fn)
 
-        CUDA events time the current stream; the host clock, stopped only once the
-        whole device is idle, is kept beside them for `settle` to compare.
+    def time_call_ms(self, fn, name: str = "call") -> tuple[float, object]:
+        """One timed call from a cold L2 and an idle GPU: its milliseconds and its output.
+
+        On CUDA, how depends on `calibrate` (tutor.harness.gpu_clock); a name never calibrated
+        is timed from an idle GPU with CUDA events, launch latency included.
         """
         if not self.cuda:
             start = _clock_ns()
             out = fn()
             return (_clock_ns() - start) / 1e6, out
         self._flush.zero_()
-        _device_sync()
-        event_ms, host_ms, out = self._timed(fn, name)
-        self._host_ms.setdefault(name, []).append(host_ms - self._sync_ms)
-        return event_ms, out
+        torch.cuda.synchronize()
+        return self._clock.time_call_ms(fn, name)
 
     def settle(self, samples_ms: dict[str, list[float]]) -> list[str]:
-        """Replace a workload's event samples by its host samples when the events missed its work.
+        """Charge in full the GPU work each workload's events missed; returns the workloads charged."""
+        return gpu_clock.settle(self._clock.clocks, samples_ms) if self._clock else []
 
-        Work the events cannot see (a side stream never joined back, launches from another
-        thread) still holds the host clock, which waits for the whole device. Decided per
-        workload on medians, so sync jitter in single samples never flips it. Returns the
-        workloads charged host time.
-        """
-        charged = []
-        for name, host in self._host_ms.items():
-            events = samples_ms.get(name)
-            if not events or len(events) != len(host):
-                continue
-            missed = statistics.median(h - e for h, e in zip(host, events))
-            if missed > max(ESCAPE_MIN_MS, ESCAPE_FRACTION * statistics.median(events)):
-                samples_ms[name] = list(host)
-                charged.append(name)
-        return charged
+    def gpu_samples_ms(self) -> dict[str, list[float]]:
+        """Per workload, each timed call's GPU time alone (after `settle`); empty on CPU."""
+        if not self._clock:
+            return {}
+        return {name: [c.gpu_call_ms(i) for i in range(len(c.gpu_ms))] for name, c in self._clock.clocks.items()}
 
-    def _timed(self, fn, name: str) -> tuple[float, float, object]:
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        with self.range(name):
-            host_start = _clock_ns()
-            start.record()
-            out = fn()
-            end.record()
-            _device_sync()  # the whole device, every stream
-            host_ms = (_clock_ns() - host_start) / 1e6
-        return start.elapsed_time(end), host_ms, out
-
-    def _calibrate_sync(self) -> float:
-        """Host time minus event time of an empty call: the fixed cost of recording and syncing."""
-        gaps = []
-        for _ in range(31):
-            event_ms, host_ms, _ = self._timed(lambda: None, "calibrate")
-            gaps.append(host_ms - event_ms)
-        return sorted(gaps)[len(gaps) // 2]
+    def clocks(self) -> dict[str, dict]:
+        """Per workload: how it was timed, and every sample of its GPU, host and after-the-end clocks."""
+        return {name: clock.summary() for name, clock in self._clock.clocks.items()} if self._clock else {}
 
     def describe(self) -> dict:
         info = {"device": self.name, "torch": torch.__version__}

@@ -38,6 +38,8 @@ def check_and_time(request: dict, spec, forward, device, sink, guard) -> dict:
                 forward(name, warm[i % len(warm)])
             sink.progress("warmup", i + 1, rounds_of_warmup)
     device.synchronize()
+    for name in names:  # held or from an idle GPU: each workload's host, seen while the GPU is held
+        device.calibrate(name, lambda name=name: forward(name, own_copy(warm[0])))
 
     side = SideWork()
     sink.stage("checking", f"{candidate} against {oracle}")
@@ -82,4 +84,6 @@ def check_and_time(request: dict, spec, forward, device, sink, guard) -> dict:
     if hidden:  # on CUDA the host clock already waits for the whole device
         guard.note(hidden)
     charged = device.settle(samples)
-    return {"checks": checks, "timed_checks": timed_checks, "samples_ms": samples, "host_timed": charged}
+    return {"checks": checks, "timed_checks": timed_checks, "samples_ms": samples, "host_timed": charged,
+            "gpu_samples_ms": {n: ms for n, ms in device.gpu_samples_ms().items() if n in samples},
+            "clocks": device.clocks(), "timing_note": device.timing_note}

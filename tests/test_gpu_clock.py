@@ -1,0 +1,62 @@
+"""Timing a call with the GPU held (tutor.harness.gpu_clock), on a real GPU."""
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def device():
+    from tutor.harness.device import Device
+
+    device = Device("cuda")
+    assert device.timing_note == ""  # the hold compiled: calls are held
+    return device
+
+
+@pytest.fixture(scope="module")
+def a():
+    import torch
+
+    return torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+
+
+def timed(device, name: str, fn, calls: int = 7):
+    device.calibrate(name, fn)
+    samples = {name: [device.time_call_ms(fn, name)[0] for _ in range(calls)]}
+    charged = device.settle(samples)
+    return device._clock.clocks[name], samples[name], charged
+
+
+def test_a_workload_that_waits_for_the_gpu_is_timed_from_an_idle_gpu(device, a):
+    clock, ms, _ = timed(device, "item", lambda: (a @ a).sum().item())
+    print("waits for the GPU:", clock.held, ms)
+    assert not clock.held and min(ms) > 0.05  # the matmul's own time, not a hold's
+
+
+def test_host_work_before_the_launches_is_counted(device, a):
+    def host_heavy():
+        time.sleep(0.003)  # 3 ms of host before a kernel of ~0.2 ms
+        return a @ a
+
+    clock, ms, _ = timed(device, "host_heavy", host_heavy)
+    print("host-heavy:", clock.held, clock.hold_ms, ms)
+    assert clock.held and min(ms) >= 3.0 and max(clock.gpu_ms) < 1.0
+
+
+def test_work_on_a_side_stream_cannot_hide_in_the_hold(device, a):
+    import torch
+
+    side = torch.cuda.Stream()
+
+    def cheat():  # never waits for the timed stream, never joins it: nothing on the timed stream at all
+        with torch.cuda.stream(side):
+            for _ in range(8):
+                a @ a
+
+    clock, ms, charged = timed(device, "side", cheat)
+    print("side stream:", clock.held, clock.gpu_ms[:3], clock.after_ms[:3], ms[:3], charged)
+    assert clock.held and charged == ["side"]
+    assert min(ms) > 0.5 and max(clock.gpu_ms) < 0.05  # ~1.4 ms of matmuls, charged; the events saw none

@@ -1,0 +1,138 @@
+"""How one call on the GPU is timed, and which of its clocks a workload is charged.
+
+Each workload is timed one of two ways, chosen after warm-up:
+- held: the whole GPU is held (tutor.harness.hold) while the host enqueues the call. CUDA events
+  then time the GPU's work alone and the host clock times the enqueue; the call costs the larger
+  of the two, what it costs in a serving loop that keeps the GPU fed. On the shared H100 hosts
+  the host's launch gaps are the noisiest part of a call timed from an idle GPU (IQR 10-50% of
+  the median, against 0.5-1% for the GPU's own time: benchmarks/timing_noise.py); held, they are
+  out of the GPU's time and count only where the host, not the GPU, is the bottleneck.
+- idle: from an idle GPU, events around the call, for a workload that waits for the GPU inside
+  forward() (a .item(), a copy to the host): held, its host would wait out the hold too.
+Either way the device must be idle when the timed stream's end event is: work the events missed
+(a side stream never joined back, a thread's launches) is charged in full, decided per workload
+on medians so that sync jitter in single samples cannot flip it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+# Bound when the harness imports, before any learner code: a workload that swaps time.perf_counter_ns
+# or torch.cuda.Event for its own changes nothing here (and tutor.harness.guard reports it).
+_clock_ns = time.perf_counter_ns
+_Event = torch.cuda.Event
+# torch._C's device-wide sync, not torch.cuda.synchronize: the Python wrapper's device switching
+# added 10-30 µs of jitter to the device time read after an end event (benchmarks/escape_check.py).
+_device_sync = getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize)
+
+# Missed work must exceed this much (median) before it is charged: sync wake-up jitter stays below it.
+ESCAPE_MIN_MS = 0.03
+ESCAPE_FRACTION = 0.25
+# Calibration holds the GPU this long: a workload whose host has not finished enqueuing by then
+# (most of it) waits for the GPU inside forward(), or is so host-bound that holding changes little.
+# Longer holds slow the host's enqueue and add jitter to the device time read after the call
+# (a graph replay's enqueue took 146 µs under a 2 ms hold and 215-266 µs under 20 ms).
+PROBE_HOLD_MS = 5.0
+WAITS_FRACTION = 0.8
+PROBE_CALLS = 5
+# A held call's hold: three times the host's median enqueue, plus a margin for its first launch.
+HOLD_FACTOR, HOLD_MARGIN_MS = 3.0, 0.2
+
+
+@dataclass
+class WorkloadClock:
+    """One workload's way of being timed and every sample of its clocks, in milliseconds."""
+
+    held: bool
+    hold_ms: float = 0.0
+    gpu_ms: list[float] = field(default_factory=list)  # CUDA events around the call
+    host_ms: list[float] = field(default_factory=list)  # the host, from the call until it returned
+    after_ms: list[float] = field(default_factory=list)  # the device still busy after the end event
+    charged: bool = False  # the events missed work: `after_ms` counts
+
+    def gpu_call_ms(self, i: int) -> float:
+        """The GPU's time for call i: what the events saw, and what ran after them if that is charged."""
+        return self.gpu_ms[i] + (self.after_ms[i] if self.charged else 0.0)
+
+    def call_ms(self, i: int) -> float:
+        return max(self.gpu_call_ms(i), self.host_ms[i]) if self.held else self.gpu_call_ms(i)
+
+    def summary(self) -> dict:
+        return {"method": "held" if self.held else "idle", "hold_ms": self.hold_ms, "charged": self.charged,
+                "gpu_ms": list(self.gpu_ms), "host_ms": list(self.host_ms), "after_ms": list(self.after_ms)}
+
+
+def settle(clocks: dict[str, WorkloadClock], samples_ms: dict[str, list[float]]) -> list[str]:
+    """Charge the device time after the end event to workloads whose events missed work; return their names."""
+    charged = []
+    for name, clock in clocks.items():
+        if name not in samples_ms or not clock.after_ms:
+            continue
+        missed = statistics.median(clock.after_ms)
+        if missed > max(ESCAPE_MIN_MS, ESCAPE_FRACTION * statistics.median(samples_ms[name])):
+            clock.charged = True
+            samples_ms[name] = [clock.call_ms(i) for i in range(len(clock.gpu_ms))]
+            charged.append(name)
+    return charged
+
+
+class GpuClock:
+    """Times calls on the current CUDA device; `hold` None times every workload from an idle GPU."""
+
+    def __init__(self, hold) -> None:
+        self._hold = hold
+        self.clocks: dict[str, WorkloadClock] = {}
+        self._idle_sync_ms = self._held_sync_ms = 0.0
+        self._idle_sync_ms = self._empty_call_ms(held=False)
+        if hold:
+            self._held_sync_ms = self._empty_call_ms(held=True)
+
+    def calibrate(self, name: str, fn) -> WorkloadClock:
+        """Hold or not, and for how long: from `fn`'s host enqueue while the GPU is held."""
+        if self._hold is None:
+            clock = WorkloadClock(held=False)
+        else:
+            enqueue_ms = statistics.median(self._run(fn, held=True, hold_ms=PROBE_HOLD_MS)[2]
+                                           for _ in range(PROBE_CALLS))
+            waits = enqueue_ms >= WAITS_FRACTION * PROBE_HOLD_MS
+            clock = WorkloadClock(held=not waits, hold_ms=0.0 if waits else HOLD_FACTOR * enqueue_ms + HOLD_MARGIN_MS)
+        self.clocks[name] = clock
+        return clock
+
+    def time_call_ms(self, fn, name: str) -> tuple[float, object]:
+        """One timed call, the GPU idle before it: the call's cost so far (before `settle`) and its output."""
+        clock = self.clocks.get(name) or self.clocks.setdefault(name, WorkloadClock(held=False))
+        out, gpu_ms, host_ms, after_ms = self._run(fn, clock.held, clock.hold_ms)
+        clock.gpu_ms.append(gpu_ms)
+        clock.host_ms.append(host_ms)
+        clock.after_ms.append(after_ms)
+        return clock.call_ms(len(clock.gpu_ms) - 1), out
+
+    def _run(self, fn, held: bool, hold_ms: float) -> tuple[object, float, float, float]:
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        if held:
+            self._hold.hold_ms(hold_ms)
+        host_start = _clock_ns()
+        start.record()
+        out = fn()
+        end.record()
+        returned = _clock_ns()
+        if held:
+            end.synchronize()
+            ended = _clock_ns()
+            _device_sync()  # the whole device, every stream
+            after_ms = (_clock_ns() - ended) / 1e6 - self._held_sync_ms
+        else:
+            _device_sync()
+            after_ms = (_clock_ns() - host_start) / 1e6 - self._idle_sync_ms - start.elapsed_time(end)
+        return out, start.elapsed_time(end), (returned - host_start) / 1e6, max(0.0, after_ms)
+
+    def _empty_call_ms(self, held: bool) -> float:
+        """The device time an empty call seems to leave after its end event: the fixed cost of syncing."""
+        gaps = [self._run(lambda: None, held, 0.01)[3] for _ in range(31)]
+        return sorted(gaps)[len(gaps) // 2]
