@@ -92,7 +92,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("puzzle")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--which", choices=["reference", "baseline"], default="reference")
+    parser.add_argument("--which", default="reference", help="reference, baseline or alternatives/NAME")
     parser.add_argument("--rounds", default="", help="comma-separated round counts to alternate (default: the puzzle's)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -2,9 +2,9 @@
 
     python benchmarks/memory_run.py puzzle2 [--json out.json]
 
-The same memory run `grade` makes of the learner's workload (memory_run = true in puzzle.toml),
-here for the baseline, the comparators and the reference solution: what graders/puzzle2.py's
-limit was set from, and the recorded fixture for its CPU tests.
+The memory figures a grade reads in the learner's own process, here for the baseline, the
+comparators, the reference solution and the honest alternatives: what graders/puzzle2.py's
+rules were set from, and the recorded fixture for its CPU tests.
 """
 
 from __future__ import annotations
@@ -27,14 +27,15 @@ def main() -> None:
     puzzle = get_puzzle(args.puzzle)
     files = {name: puzzle.workload_path(name) for name in puzzle.workloads}
     files["reference"] = puzzle.solution_dir / "workload.py"
+    files.update({f"alternatives/{name}": puzzle.alternative_path(name) for name in puzzle.alternatives})
     out = {}
     for name, path in files.items():
         request = {"mode": "memory", "device": puzzle.hardware.device, "seed": random.randrange(2**31),
                    "spec": str(puzzle.folder / "spec.py"), "workloads": {"mine": str(path)}, "prepare": ["mine"],
                    "timing": {"warmup": puzzle.timing.warmup, "rounds": puzzle.timing.rounds}}
-        run_dir = Path(tempfile.mkdtemp(prefix=f"infprof-memory-{name}-"))
+        run_dir = Path(tempfile.mkdtemp(prefix=f"infprof-memory-{name.replace('/', '-')}-"))
         out[name] = run_harness(request, run_dir, puzzle.timing.timeout_s).result["memory"]
-        print(name, json.dumps({k: round(v, 1) for k, v in out[name].items()}), flush=True)
+        print(name, json.dumps(out[name]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
 

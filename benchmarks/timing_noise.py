@@ -29,10 +29,10 @@ from pathlib import Path
 import torch
 
 from tutor.catalog import get_puzzle
-from tutor.harness.__main__ import _share_autotuning
 from tutor.harness.device import Device
 from tutor.harness.hold import GpuHold
 from tutor.harness.loading import load_module
+from tutor.harness.worker import share_autotuning
 
 METHODS = ("events", "events_read", "queued", "queued_all")
 BOOTSTRAP = 300
@@ -124,7 +124,7 @@ def side_stream_probe(methods: Methods) -> None:
 
 def run(puzzle_id: str, rounds: int) -> dict:
     puzzle = get_puzzle(puzzle_id)
-    _share_autotuning()
+    share_autotuning()
     device = Device("cuda")
     spec, forwards, states = load_workloads(puzzle)
     names = list(forwards)

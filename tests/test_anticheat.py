@@ -205,12 +205,12 @@ def forward(state, x):
 """
 
 
-@pytest.mark.parametrize("source, words", [
-    (CALLS_THE_ORACLE, "called the baseline workload's forward()"),
-    (STEALS_THE_ORACLES_OUTPUT, "another workload was modified: baseline workload.forward"),
-])
-def test_using_the_oracle_is_caught(workspace, source, words):
-    assert words in rejected(grade_as_mine(workspace, source), "fair play")
+@pytest.mark.parametrize("source", [CALLS_THE_ORACLE, STEALS_THE_ORACLES_OUTPUT], ids=["calls", "steals"])
+def test_the_oracle_is_out_of_reach(workspace, source):
+    # The oracle and the comparators run in another process: there is nothing to call or wrap.
+    with pytest.raises(RunFailed) as info:
+        grade_as_mine(workspace, source)
+    assert info.value.kind == "workload_error" and "KeyError: 'infprof_baseline'" in info.value.message
 
 
 def test_skipping_work_when_timed_fails_correctness(workspace):
@@ -278,7 +278,8 @@ def test_work_on_a_side_thread_is_caught(workspace, source):
     assert "ran on other threads" in rejected(grade_as_mine(workspace, source), "fair play")
 
 
-# Each one leaves its own forward() honest, or slow, and makes the clock or the baseline lie.
+# Each one leaves its own forward() honest, or slow, and makes the clock lie, or aims at the baseline:
+# that one now runs in another process, out of reach, and the attempt is still named.
 FAKE_CLOCK = SLOW + """
 import time
 real = time.perf_counter_ns
@@ -322,10 +323,10 @@ def forward(state, x):
 
 
 @pytest.mark.parametrize("source, words", [
-    (FAKE_CLOCK, "the harness, its timer or another workload was modified: time.perf_counter_ns"),
+    (FAKE_CLOCK, "the harness or its timer was modified: time.perf_counter_ns"),
     (FAKE_TIMER, "modified: tutor.harness.device.Device.time_call_ms"),
-    (SLOWER_TORCH, "torch or Python built-ins were patched, and every workload uses them: torch.Tensor.std"),
-    (SLOWER_BASELINE_BY_HOOK, "a hook that runs inside other workloads' code was installed: sys.setprofile"),
+    (SLOWER_TORCH, "torch or Python built-ins were patched, and the harness times you with them: torch.Tensor.std"),
+    (SLOWER_BASELINE_BY_HOOK, "a hook that runs inside the harness's code was installed: sys.setprofile"),
 ], ids=["perf_counter_ns", "Device.time_call_ms", "torch.Tensor.std", "sys.setprofile"])
 def test_tampering_with_the_clock_or_the_baseline_is_caught(workspace, source, words):
     assert words in rejected(grade_as_mine(workspace, source), "fair play")
@@ -426,14 +427,14 @@ def test_a_result_forged_on_the_event_pipe_is_ignored(make_request, tmp_path):
     """)
     with pytest.raises(RunFailed) as info:
         run_harness(request, tmp_path / "run", 120)
-    assert info.value.kind == "crashed" and "without a result" in info.value.message
+    assert info.value.kind == "crashed" and "candidate process exited with code 0 before it answered" in info.value.message
 
 
 # --- GPU analogues: a small CUDA spec, the harness run directly ------------------------------------
 
 def run_cuda(tmp_path, mine: str, rounds: int = 10) -> dict:
     folder = tmp_path / "p"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     for name, src in {"spec": CUDA_SPEC, "baseline": CHAIN, "mine": mine}.items():
         (folder / f"{name}.py").write_text(src)
     request = {"mode": "check", "device": "cuda", "seed": 7, "spec": str(folder / "spec.py"),

@@ -298,24 +298,6 @@ async def test_profiling_puzzle0_for_real_fills_metrics_and_trace(workspace):
         assert "open_trace_in_ui" in command and "trace.json" in command
 
 
-async def test_a_memory_runs_second_process_does_not_turn_the_stages_back(workspace):
-    puzzle = dataclasses.replace(get_puzzle("puzzle0"), memory_run=True)
-    kind = run_kind("grade", puzzle)
-    assert kind.stages[-3:] == ("timing", "serving", "grading")
-    async with puzzle_open(workspace) as (pilot, screen):
-        panel = screen.query_one(RunPanel)
-        panel.start(kind)
-        for event in ({"type": "stage", "stage": "timing", "detail": "15 interleaved rounds"},
-                      {"type": "progress", "stage": "timing", "done": 15, "total": 15},
-                      {"type": "stage", "stage": "importing", "detail": "torch"}):  # the memory run's process
-            panel.harness_event(event)
-        chips = lambda: str(panel.query_one("#run-stages").render())  # noqa: E731
-        assert "● time" in chips() and "○ memory run" in chips()
-        assert "importing: torch" in panel_text(screen)
-        panel.harness_event({"type": "stage", "stage": "serving", "detail": "mine: 64 inputs, twice"})
-        assert "✓ time" in chips() and "● memory run" in chips()
-
-
 async def test_cancel_kills_the_workload_process(workspace):
     async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")

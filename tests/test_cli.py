@@ -123,7 +123,7 @@ def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspac
         assert "after your save of workload.py" in err.text and "would reach" in out.text
         (folder / "workload.py").write_text("import time\ndef prepare(w, d):\n    return w\n"
                                             "def forward(s, x):\n    time.sleep(3600)\n")
-        err.wait_for("warmup", count=3)  # the third check is stuck in forward()
+        err.wait_for("your workload: compiling", count=3)  # the third check is stuck in forward()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0
     finally:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tutor import actions
-from tutor.catalog import all_puzzles, get_puzzle
+from tutor.catalog import NO_TIER, all_puzzles, get_puzzle
 from tutor.reference import ready_to_grade
 
 GPU_PUZZLES = [p.id for p in all_puzzles().values() if p.hardware.device == "cuda"]
@@ -45,3 +45,30 @@ def test_gpu_baseline_does_not_pass(workspace, puzzle_id):
     print(puzzle_id, verdict.speedups, verdict.timings_ms)
     assert not verdict.passed
     assert not next(c for c in verdict.criteria if c.name == "performance").passed
+
+
+ALTERNATIVES = [(p.id, name) for p in all_puzzles().values() for name in p.alternatives]
+
+
+@pytest.mark.parametrize("puzzle_id, name", [a for a in ALTERNATIVES if get_puzzle(a[0]).hardware.device == "cpu"])
+def test_cpu_alternatives_reach_their_tier(workspace, puzzle_id, name):
+    check_alternative(workspace, puzzle_id, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("puzzle_id, name", [a for a in ALTERNATIVES if get_puzzle(a[0]).hardware.device == "cuda"])
+def test_gpu_alternatives_reach_their_tier(workspace, puzzle_id, name):
+    check_alternative(workspace, puzzle_id, name)
+
+
+def check_alternative(workspace, puzzle_id: str, name: str) -> None:
+    """An honest solution in another style (puzzle.toml [alternatives]) reaches the tier its puzzle says it deserves."""
+    puzzle = get_puzzle(puzzle_id)
+    ready_to_grade(workspace, puzzle, f"alternatives/{name}")
+    verdict = actions.grade(workspace, puzzle)
+    print(puzzle_id, name, verdict.tier, verdict.speedups, verdict.gpu_speedups, verdict.timings_ms)
+    expected = puzzle.alternatives[name]
+    # Every rule holds; speed decides the tier, and "none" expects none (the puzzle's notes say why).
+    failed = [(c.name, c.summary, c.details) for c in verdict.criteria if not c.passed]
+    assert not [f for f in failed if f[0] != "performance" or expected != NO_TIER], failed
+    assert TIERS.index(verdict.tier) >= TIERS.index("" if expected == NO_TIER else expected)

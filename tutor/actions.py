@@ -173,8 +173,6 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     run_dir = _new_run_dir(ws, puzzle, "grade")
     try:
         result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
-        if puzzle.memory_run:
-            result["memory_run"] = _serve_for_memory(ws, puzzle, run_dir / "memory", on_event, register)
     except RunFailed as failure:
         if not isinstance(failure, EnvironmentProblem) and failure.kind != "cancelled":
             # A crash, hang or OOM is still an attempt: it stays in the learner's history.
@@ -196,22 +194,13 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
                       speedups={k: vars(v) for k, v in speedups["call"].items()},
                       gpu_speedups={k: vars(v) for k, v in speedups["gpu"].items()},
                       timings_ms={k: statistics.median(v) for k, v in result["samples_ms"].items()},
-                      facts=result.get("facts") or {})
+                      facts=result.get("facts") or {}, environment=result.get("environment") or {})
     if not verdict.passed:
         verdict.next_hint = _next_hint_preview(puzzle, progress)
     headline = speedups["call"][puzzle.tiers[0].vs]
     progress.record_attempt(puzzle.id, hash_before, verdict.passed, verdict.tier, headline.median, headline.low,
                             verdict.to_dict(), run_dir)
     return verdict
-
-
-def _serve_for_memory(ws: Workspace, puzzle: Puzzle, run_dir: Path, on_event, register) -> dict:
-    """The learner's workload alone in a fresh process, serving every input shape: its memory facts.
-
-    Alone, because graph pools and cached blocks of the other workloads would blur its figures.
-    """
-    request = _base_request(ws, puzzle, "memory", ["mine"])
-    return run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result["memory"]
 
 
 def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:

@@ -33,6 +33,10 @@ CLOCKS = {
 }
 
 
+# An alternative that passes every rule but whose speed earns no tier on the machines measured.
+NO_TIER = "none"
+
+
 @dataclass(frozen=True)
 class Tier:
     name: str
@@ -81,7 +85,8 @@ class Puzzle:
     hints: tuple[str, ...] = ()
     profilers: tuple[str, ...] = ("torch",)
     grader: str = ""  # optional module under graders/ with extra checks
-    memory_run: bool = False  # grade also serves the learner's workload alone and reports its GPU memory
+    # Honest solutions in other styles (alternatives/<name>.py) -> the tier each must reach at least.
+    alternatives: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -101,6 +106,9 @@ class Puzzle:
 
     def workload_path(self, name: str) -> Path:
         return self.folder / self.workloads[name]
+
+    def alternative_path(self, name: str) -> Path:
+        return self.folder / "alternatives" / f"{name}.py"
 
 
 def load_puzzle(folder: Path) -> Puzzle:
@@ -136,7 +144,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             hints=tuple(meta.get("hints", ())),
             profilers=tuple(meta.get("profilers", ("torch",))),
             grader=meta.get("grader", ""),
-            memory_run=bool(meta.get("memory_run", False)),
+            alternatives=dict(meta.get("alternatives", {})),
             extra=meta.get("extra", {}),
         )
     except (KeyError, TypeError, ValueError) as e:
@@ -156,6 +164,14 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
         if t.clock not in CLOCKS or (t.clock == "gpu" and p.hardware.device != "cuda"):
             raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': use 'call'"
                              + (" or 'gpu'" if p.hardware.device == "cuda" else " (a CPU puzzle has one clock)"),
+                             "Fix the puzzle metadata.")
+    tiers = {t.name for t in p.tiers}
+    for name, tier in p.alternatives.items():
+        if not p.alternative_path(name).is_file():
+            raise TutorError(f"{meta_path}: alternative '{name}' has no file alternatives/{name}.py", "Fix the puzzle metadata.")
+        if tier not in tiers | {NO_TIER}:
+            raise TutorError(f"{meta_path}: alternative '{name}' expects tier '{tier}', not one of "
+                             f"{sorted(tiers | {NO_TIER})}",
                              "Fix the puzzle metadata.")
     if p.grader and not (GRADERS_DIR / f"{p.grader}.py").is_file():
         raise TutorError(f"{meta_path}: grader '{p.grader}' has no module graders/{p.grader}.py", "Fix the puzzle metadata.")

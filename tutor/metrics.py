@@ -36,8 +36,12 @@ METRIC_DOCS: dict[str, str] = {
     "memory.peak_reserved_mb": "peak memory reserved by the caching allocator",
     "memory.reserved_mb": "memory the caching allocator holds after warm-up and profiling",
     "memory.graph_pool_mb": "memory held in CUDA graphs' private pools",
+    "memory.graph_pools": "CUDA graphs' private pools: one per graph means no graph reuses another's memory",
     "graphs.captured": "CUDA graphs captured since the workload loaded (warm-up included)",
     "compile.graphs": "graphs torch.compile compiled since the workload loaded (1 + recompiles)",
+    "compile.graph_breaks": "graph breaks torch.compile met: Python it ran eagerly between compiled graphs",
+    "compile.recompiles": "times torch.compile compiled a function again because a guard failed (a new shape, dtype...)",
+    "compile.cudagraph_skips": "times torch.compile(mode='reduce-overhead') ran a graph without a CUDA graph",
     # Nsight Compute: the kernel with the most GPU time in the profiled range.
     "ncu.kernels_profiled": "kernel launches Nsight Compute profiled",
     "ncu.total_us": "summed duration of the profiled kernels",

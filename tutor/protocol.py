@@ -30,6 +30,7 @@ ERROR_KINDS = {
     "bad_workload": "a workload file lacks prepare() or forward()",
     "workload_error": "a workload raised an exception",
     "oom": "the workload ran out of GPU memory",
+    "crashed": "a workload process died",
 }
 
 

@@ -23,13 +23,16 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> N
 
     A puzzle whose answer reports what happened in the run (puzzle3: GemLite's choice on this
     machine) learns it as a learner can: from the report of a first grade, of the starter files.
+    With which="alternatives/<name>", the reference's answer goes with that alternative's workload.py.
     """
     profile = actions.profile(ws, puzzle, "baseline")
-    if which != "reference":
+    if which == "baseline":
         return
     grader = grader_module(puzzle)
     facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
     install_reference(ws, puzzle, profile.metrics.values, grader.answer_from_facts(facts) if facts else {})
+    if which.startswith("alternatives/"):
+        shutil.copy2(puzzle.alternative_path(which.split("/", 1)[1]), ws.editable_path(puzzle, "workload.py"))
 
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],

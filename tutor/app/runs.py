@@ -62,9 +62,7 @@ def run_kind(key: str, puzzle: Puzzle) -> RunKind:
     if key == "check":
         return CHECK
     if key == "grade":
-        # A memory run serves the learner's workload in a second process once the timing is done.
-        stages = (*_GRADE_STAGES[:-1], "serving", "grading") if puzzle.memory_run else _GRADE_STAGES
-        return RunKind("grade", "Grading", stages)
+        return GRADE
     _, which, *rest = key.split("-")
     profiler = rest[0] if rest else puzzle.profilers[0]
     title = f"Profiling {WORKLOAD_NAMES[which]}"

@@ -63,11 +63,14 @@ class Measured:
     host_timed: list[str] = field(default_factory=list)  # charged GPU work their events missed
     clocks: dict[str, dict] = field(default_factory=dict)  # how each was timed (tutor.harness.gpu_clock)
     note: str = ""
+    environment: dict = field(default_factory=dict)  # the GPU around the timed rounds (tutor.harness.gpu_environment)
+    compile: dict = field(default_factory=dict)  # what torch.compile did in the candidate (tutor.harness.compile_report)
 
     @classmethod
     def from_result(cls, result: dict) -> Measured:
         return cls(result["samples_ms"], result.get("gpu_samples_ms", {}), result.get("host_timed", []),
-                   result.get("clocks", {}), result.get("timing_note", ""))
+                   result.get("clocks", {}), result.get("timing_note", ""), result.get("environment", {}),
+                   result.get("compile", {}))
 
     def speedups(self, clock: str = "call") -> dict[str, Estimate]:
         samples = self.gpu_ms if clock == "gpu" else self.call_ms
@@ -117,6 +120,26 @@ def describe_tier(tier: Tier, speedups: dict[str, dict[str, Estimate]]) -> str:
     return f"{line}, {'met' if tier_met(tier, speedups) else 'not met'}"
 
 
+def compile_lines(report: dict) -> list[str]:
+    """tutor.harness.compile_report's report in a learner's words: one line of counts, then each kind's first reasons."""
+    if not report:
+        return []
+    captured = f", {report['graphs_captured']} CUDA graph(s) captured" if "graphs_captured" in report else ""
+    lines = [f"torch.compile: {report['compiled_graphs']} graph(s), {report['graph_breaks']} graph break(s), "
+             f"{report['recompiles']} recompile(s), CUDA graphs skipped {report['cudagraph_skips']} time(s){captured}"]
+    for kind, words in (("cudagraph_skips", "CUDA graphs skipped"), ("graph_breaks", "graph break"),
+                        ("recompiles", "recompiled")):
+        for reason in report.get("reasons", {}).get(kind, []):
+            lines.append(f"  {words}: {reason}")
+    return lines
+
+
+def environment_lines(environment: dict) -> list[str]:
+    """Which GPU timed the run and in what state; anything that may have moved the figures, first."""
+    line = environment.get("summary", "")
+    return [f"Caution: {c}" for c in environment.get("concerns", [])] + ([line] if line else [])
+
+
 def check_performance(puzzle: Puzzle, measured: Measured) -> tuple[Criterion, str, dict[str, dict[str, Estimate]]]:
     """The tier reached, the details behind it, and the speed-ups per clock."""
     speedups = {"call": measured.speedups("call"), "gpu": measured.speedups("gpu")}
@@ -129,6 +152,7 @@ def check_performance(puzzle: Puzzle, measured: Measured) -> tuple[Criterion, st
     if measured.note:
         details.append(measured.note)
     details += [describe_tier(t, speedups) for t in puzzle.tiers]
+    details += compile_lines(measured.compile) + environment_lines(measured.environment)
     first = puzzle.tiers[0]
     summary = (f"Tier reached: {tier}." if tier else
                f"Not yet {first.min_speedup:g}x faster than {first.vs} (the lower bound of the 95% interval counts).")

@@ -23,6 +23,7 @@ class Verdict:
     next_hint: str = ""
     facts: dict = field(default_factory=dict)  # what the puzzle's spec reported about the run (puzzle3: GemLite's choice)
     gpu_speedups: dict[str, dict] = field(default_factory=dict)  # as `speedups`, on the GPU's time alone (CUDA)
+    environment: dict = field(default_factory=dict)  # the GPU's identity and state around the timed rounds (CUDA)
 
     @property
     def passed(self) -> bool:

@@ -1,31 +1,24 @@
 """The workload harness: `python -m tutor.harness REQUEST.json`, started by tutor.runner.
 
 Runs in its own process so a crash, hang or OOM in learner code never touches the
-tutor. Modes: `check` (correctness + interleaved timing) and `profile` (one
-PyTorch-profiler trace of one workload). Raw samples go back; statistics are
-computed by the tutor.
+tutor. Modes: `check` (correctness + interleaved timing, in two forked processes:
+tutor.harness.lockstep) and, with one workload in this process, `profile` (a
+PyTorch-profiler trace), `kernels`/`timeline` (under Nsight) and `memory`. Raw
+samples go back; statistics are computed by the tutor.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import json
-import os
 import random
-import secrets
 import sys
-import time
 import traceback
-import types
 from pathlib import Path
 
 from tutor.harness.events import EventSink
 from tutor.harness.guard import Guard
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
-
-WORKLOAD_API = ("prepare", "forward")
-SPEC_API = ("make_weights", "make_input")
 
 
 def main(argv: list[str]) -> int:
@@ -48,74 +41,45 @@ def main(argv: list[str]) -> int:
 
 def run(request: dict, sink: EventSink) -> dict:
     sink.stage("importing", "torch")
-    import torch
+    import torch  # noqa: F401 - imported once here, before any fork, for every process of the run
 
-    from tutor.harness import device as device_module, timing
-    from tutor.harness.checks import own_copy
+    if request["mode"] == "check":
+        from tutor.harness import lockstep
+        return lockstep.check_and_time(request, sink)
+    return run_alone(request, sink)
+
+
+def run_alone(request: dict, sink: EventSink) -> dict:
+    """Profile, kernels, timeline and memory modes: one workload, in this process."""
+    from tutor.harness.compile_report import CompileWatch
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
+    from tutor.harness.worker import SPEC_API, WORKLOAD_API, setup
 
-    if request["device"] == "cuda" and not torch.cuda.is_available():
-        raise HarnessFailure("no_gpu", "this puzzle needs a CUDA GPU, and torch sees none "
-                             f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
-    if request["device"] == "cuda":
-        _share_autotuning()
-    if request["device"] == "cpu":
-        torch.set_num_threads(1)  # CPU puzzles time one thread, so speedups compare across machines
-    device = device_module.Device(request["device"], flush_l2=request["mode"] == "check")
+    device = setup(request, timing=False)
     # Before any workload loads, so every capture is counted, torch.compile's included.
     captures = CaptureCounter() if device.cuda else None
-    # Before any learner code: from here on it cannot open the reference solution or the progress db.
-    guard = Guard(request.get("protected", {}))
-    # Not the request's seed: a workload can read that (sys.argv), and must not predict anything from it.
-    torch.manual_seed(secrets.randbelow(2**62))
+    compiled = CompileWatch()
+    # Before learner code: from here on it cannot open the reference solution or the progress db.
+    Guard(request.get("protected", {}))
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
-    names = request["prepare"]
-    checking = request["mode"] == "check"
-    guard.candidate = request.get("candidate") if checking else None
-    # The learner's code loads last: the other workloads are loaded, fenced and prepared (their own
-    # changes to torch are in) and every namespace frozen before any of it runs.
-    modules, forwards, states, resident = {}, {}, {}, {}
-    # A grade prepares several workloads from the same weights: made once, each gets its own copy.
-    shared = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name) if checking else None
-    for name in sorted(names, key=lambda n: n == guard.candidate):
-        if name == guard.candidate:
-            guard.freeze(*_namespaces(torch, spec, modules, forwards, device, sink))
-        modules[name] = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
-        fenced = checking and name != guard.candidate
-        forwards[name] = guard.fence(name, modules[name]) if fenced else modules[name].forward
-        sink.stage("preparing", name)
-        before = device.allocated_bytes()
-        weights = (own_copy(shared) if checking else
-                   call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name))
-        states[name] = call_workload(f"{name}.prepare()", modules[name].prepare, weights, device.name)
-        del weights
-        # What prepare() left alive: lets a puzzle check, say, that weights really are stored in fp8.
-        resident[name] = device.allocated_bytes() - before
-    del shared
+    [name] = request["prepare"]
+    module = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
+    sink.stage("preparing", name)
+    weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)
+    state = call_workload(f"{name}.prepare()", module.prepare, weights, device.name)
+    del weights
     device.poison_free_memory()
-    prepared = device.allocated_bytes()
 
     def forward(name, x):
-        guard.running = name
-        try:
-            return call_workload(f"{name}.forward()", forwards[name], states[name], x)
-        finally:
-            guard.running = None
+        return call_workload(f"{name}.forward()", module.forward, state, x)
 
     result = {"env": device.describe()}
-    if checking:
-        result.update(timing.check_and_time(request, spec, forward, device, sink, guard))
-        if callable(getattr(spec, "facts", None)):  # what the workloads did, for a puzzle's grader
-            result["facts"] = call_workload("spec.facts", spec.facts, states)
-        # Memory kept after prepare(): caches built lazily in forward() show up here.
-        result["memory"] = {"resident_bytes": resident, "growth_bytes": device.allocated_bytes(full=True) - prepared}
-        guard.verify()
-        result["violations"] = guard.violations
-    elif request["mode"] == "profile":
+    if request["mode"] == "profile":
         result.update(profile(request, spec, forward, device, sink))
         if device.cuda:
             for key, value in memory_facts(captures).items():  # the profiled window's peaks stay
                 result["memory"].setdefault(key, value)
+        result["memory"].update({k: v for k, v in compiled.report().items() if k != "reasons"})
     elif request["mode"] == "memory":
         result.update(serve_for_memory(request, spec, forward, device, sink, captures))
     elif request["mode"] in ("kernels", "timeline"):
@@ -123,34 +87,6 @@ def run(request: dict, sink: EventSink) -> dict:
     else:
         raise HarnessFailure("bad_request", f"unknown mode {request['mode']!r}")
     return result
-
-
-def _share_autotuning() -> None:
-    """Keep triton's autotune results on disk, so every run of a workload (grade, profile, ncu) runs one config.
-
-    Without it each process tunes anew; under ncu, whose serialised launches distort the timings, the
-    autotuner picked another GemLite kernel (2 waves instead of 1) than the graded runs did.
-    """
-    try:
-        import triton
-        triton.knobs.autotuning.cache = True
-    except (ImportError, AttributeError):
-        pass  # no triton, or one without knobs: each run tunes on its own
-
-
-def _namespaces(torch, spec, modules: dict, forwards: dict, device, sink) -> tuple[dict, dict]:
-    """What learner code must leave alone: every change to `strict` counts, to `libraries` only its own."""
-    harness = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("tutor.")]
-    strict = {m.__name__: m for m in (*harness, sys.modules[__name__], time, os, json, random, secrets)}
-    strict.update({f"{m.__name__}.{c.__name__}": c for m in harness for c in vars(m).values()
-                   if isinstance(c, type) and c.__module__ == m.__name__})
-    strict.update({f"{n} workload": m for n, m in modules.items()})
-    strict.update({"random.SystemRandom": random.SystemRandom, "torch.cuda.Event": torch.cuda.Event, "spec": spec,
-                   "device": device, "sink": sink, "forward()": types.SimpleNamespace(**forwards)})
-    libraries = {"builtins": builtins, "torch": torch, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
-                 "torch.nn.functional": torch.nn.functional, "torch.nn.Module": torch.nn.Module,
-                 "torch.linalg": torch.linalg}
-    return strict, libraries
 
 
 def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:
@@ -169,16 +105,21 @@ def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:
 
 def serve_for_memory(request: dict, spec, forward, device, sink: EventSink, captures) -> dict:
     """Serve the warm-up inputs (every shape the puzzle uses) twice, then say what memory that took."""
-    from tutor.harness.memory_facts import memory_facts
+    from tutor.harness.memory_facts import MB, graph_pool_bytes, memory_facts
 
     name = request["prepare"][0]
     inputs = warmup_inputs(spec, request["seed"], device.name)
     sink.stage("serving", f"{name}: {len(inputs)} inputs, twice, for its memory")
+    pool_by_input = []
     for _ in range(2):
         for x in inputs:
             forward(name, x)
+            if device.cuda:
+                pool_by_input.append(graph_pool_bytes() / MB)
     device.synchronize()
-    return {"workload": name, "memory": memory_facts(captures) if device.cuda else {}}
+    if not device.cuda:
+        return {"workload": name, "memory": {}}
+    return {"workload": name, "memory": {**memory_facts(captures), "graph_pool_mb_by_warmup": pool_by_input}}
 
 
 def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:

@@ -113,6 +113,10 @@ class Device:
         torch.cuda.synchronize()
         return self._clock.time_call_ms(fn, name)
 
+    def wait_quiet(self, limit_s: float) -> float | None:
+        """Before a comparator is timed: wait out GPU work another process left running (ms waited; None: it never stopped)."""
+        return self._clock.wait_quiet(limit_s) if self._clock else 0.0
+
     def settle(self, samples_ms: dict[str, list[float]]) -> list[str]:
         """Charge in full the GPU work each workload's events missed; returns the workloads charged."""
         return gpu_clock.settle(self._clock.clocks, samples_ms) if self._clock else []

@@ -22,6 +22,12 @@ class EventSink:
             with os.fdopen(int(nonce_fd), "rb") as pipe:
                 self._nonce = pipe.read().decode()
 
+    def close(self) -> None:
+        """Forget the pipe and the nonce: a forked workload process must not speak for the harness."""
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._nonce = None, ""
+
     def emit(self, event_type: str, **fields) -> None:
         if self._fd is not None:
             os.write(self._fd, encode(event_type, nonce=self._nonce, **fields))

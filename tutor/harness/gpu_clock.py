@@ -42,6 +42,10 @@ WAITS_FRACTION = 0.8
 PROBE_CALLS = 5
 # A held call's hold: three times the host's median enqueue, plus a margin for its first launch.
 HOLD_FACTOR, HOLD_MARGIN_MS = 3.0, 0.2
+# The GPU is quiet when this many round trips in a row (an empty kernel, then a sync) are about
+# as fast as on an idle GPU: another process's kernels make ours wait for their time slice.
+QUIET_PROBES = 3
+BUSY_FACTOR, BUSY_MARGIN_MS = 4.0, 0.25
 
 
 @dataclass
@@ -91,6 +95,25 @@ class GpuClock:
         self._idle_sync_ms = self._empty_call_ms(held=False)
         if hold:
             self._held_sync_ms = self._empty_call_ms(held=True)
+        idle_trip_ms = sorted(self._round_trip_ms() for _ in range(31))[15]
+        self._busy_ms = max(BUSY_FACTOR * idle_trip_ms, idle_trip_ms + BUSY_MARGIN_MS)
+
+    def wait_quiet(self, limit_s: float) -> float | None:
+        """Wait until no other process runs work on this GPU; the milliseconds waited, None if it never got quiet."""
+        start = _clock_ns()
+        fast = 0
+        while fast < QUIET_PROBES:
+            fast = fast + 1 if self._round_trip_ms() <= self._busy_ms else 0
+            if (_clock_ns() - start) / 1e9 > limit_s:
+                return None
+        return (_clock_ns() - start) / 1e6
+
+    @staticmethod
+    def _round_trip_ms() -> float:
+        start = _clock_ns()
+        torch.cuda._sleep(1)
+        _device_sync()
+        return (_clock_ns() - start) / 1e6
 
     def calibrate(self, name: str, fn) -> WorkloadClock:
         """Hold or not, and for how long: from `fn`'s host enqueue while the GPU is held."""

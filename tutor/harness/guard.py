@@ -1,8 +1,9 @@
-"""Fair play inside the harness process: what learner code may not read, change or hide.
+"""Fair play inside the candidate's process: what learner code may not read, change or hide.
 
-Learner code runs in this very process, so none of this is a sandbox: a determined
-cheat can still walk the heap. What it does is turn the cheats within easy reach
-(patching the timer, the harness or torch, calling another workload, reading the
+The comparators live in another process (tutor.harness.lockstep), out of reach by
+construction. The learner's own time is measured in the process its code runs in, so
+none of this is a sandbox: a determined cheat can still walk the heap. What it does is
+turn the cheats within easy reach (patching the timer, the harness or torch, reading the
 reference solution, writing the progress db, working on a side thread) into a named
 violation that fails the grade, instead of a speed-up.
 """
@@ -36,12 +37,10 @@ _process_ns, _thread_ns = time.process_time_ns, time.thread_time_ns
 
 
 class Guard:
-    """Collects violations; `running` names the workload the harness is calling right now."""
+    """Collects violations."""
 
     def __init__(self, protected: dict[str, list[str]]):
         self.violations: list[str] = []
-        self.running: str | None = None
-        self.candidate: str | None = None
         self._frozen: dict[str, dict] = {}
         # (label, real path, is a folder, what a shell command reading it would contain)
         self._protected = [(label, os.path.realpath(p), os.path.isdir(p), _token(p))
@@ -77,20 +76,6 @@ class Guard:
         self.note(f"your workload tried to open {label} ({what}) while it was graded")
         raise PermissionError(f"infprof-tutor: a workload may not open {label} while it is graded ({what})")
 
-    # -- calls: the other workloads are timed, not borrowed ------------------------------------
-
-    def fence(self, name: str, module) -> object:
-        """Make `module.forward` a tripwire for the candidate; return the original for the harness."""
-        original = module.forward
-
-        def forward(*args, **kwargs):
-            if self.running is not None and self.running == self.candidate:
-                self.note(f"your workload called the {name} workload's forward(): it must compute its own output")
-            return original(*args, **kwargs)
-
-        module.forward = forward
-        return original
-
     # -- tampering: what must be the same after the workloads ran as before they loaded ----------
 
     def freeze(self, strict: dict[str, object], libraries: dict[str, object]) -> None:
@@ -115,14 +100,14 @@ class Guard:
                     if kind == "strict" or _foreign(old[0], new[0]):
                         changed[kind].append(f"{label}.{key}")
         if changed["strict"]:
-            self.note("the harness, its timer or another workload was modified: " + ", ".join(sorted(changed["strict"])))
+            self.note("the harness or its timer was modified: " + ", ".join(sorted(changed["strict"])))
         if changed["libraries"]:
-            self.note("torch or Python built-ins were patched, and every workload uses them: "
+            self.note("torch or Python built-ins were patched, and the harness times you with them: "
                       + ", ".join(sorted(changed["libraries"])))
         hooks = _hooks()
         moved = [name for name, value in hooks.items() if value != self._frozen["hooks"][name]]
         if moved:
-            self.note("a hook that runs inside other workloads' code was installed: " + ", ".join(moved))
+            self.note("a hook that runs inside the harness's code was installed: " + ", ".join(moved))
 
 
 class SideWork:

@@ -92,8 +92,12 @@ MEMORY_METRICS = {
     "peak_reserved_mb": "memory.peak_reserved_mb",
     "reserved_mb": "memory.reserved_mb",
     "graph_pool_mb": "memory.graph_pool_mb",
+    "graph_pools": "memory.graph_pools",
     "graphs_captured": "graphs.captured",
     "compiled_graphs": "compile.graphs",
+    "graph_breaks": "compile.graph_breaks",
+    "recompiles": "compile.recompiles",
+    "cudagraph_skips": "compile.cudagraph_skips",
 }
 
 

@@ -1,0 +1,218 @@
+"""Issue 13, part 1: nothing learner code does may reach a comparator (tutor.harness.lockstep), run for real on CPU.
+
+The comparator here checks, at every call, that the process state it reads is what it saw at
+import; any change makes its output wrong, so the learner's honest output fails the checks.
+Before the ruler/candidate split the learner's module was imported into the comparators'
+process and every case below failed that way. Each case is one class of global state from
+the issue; the GPU-only classes (allocator settings, GemLite tables) are in test_solutions' GPU tests.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tutor.runner import run_harness
+
+WATCHFUL_BASELINE = """
+import os, torch, torch._dynamo
+
+def seen():
+    return (os.environ.get("INFPROF_TEST_KNOB"), torch._dynamo.config.recompile_limit,
+            torch.backends.cuda.matmul.allow_tf32, torch.get_default_dtype(),
+            torch.are_deterministic_algorithms_enabled(), torch.get_num_threads())
+
+AT_IMPORT = seen()
+
+def prepare(weights, device):
+    return weights
+
+def forward(state, x):
+    changed = seen() != AT_IMPORT
+    return x * state["w"] + (1000.0 if changed else 0.0)
+"""
+
+HONEST = """
+import torch
+def prepare(weights, device):
+    return weights
+def forward(state, x):
+    return (x * state["w"]).float()
+"""
+
+
+@pytest.mark.parametrize("change", [
+    'import os; os.environ["INFPROF_TEST_KNOB"] = "1"',
+    "import torch._dynamo; torch._dynamo.config.recompile_limit = 1",
+    "torch.backends.cuda.matmul.allow_tf32 = True",
+    "torch.set_default_dtype(torch.float64)",
+    "torch.use_deterministic_algorithms(True)",
+    "torch.set_num_threads(2)",
+], ids=["environment", "dynamo-config", "backends-flag", "default-dtype", "deterministic", "threads"])
+def test_global_state_set_by_learner_code_never_reaches_a_comparator(make_request, tmp_path, change):
+    request = make_request(baseline=WATCHFUL_BASELINE, mine=HONEST.replace("import torch\n", f"import torch\n{change}\n"))
+    result = run_harness(request, tmp_path / "run", 120).result
+    print(result["checks"], result["timed_checks"])
+    assert all(c["ok_structure"] and c["rel_l2"] == 0.0 for c in result["checks"] + result["timed_checks"])
+    assert result["violations"] == []
+
+
+# The comparator notes each call's start and end; learner code notes the time every 0.2 ms.
+TIMED_BASELINE = """
+import os, time
+def prepare(weights, device):
+    return weights
+def forward(state, x):
+    start = time.monotonic_ns()
+    time.sleep(0.004)
+    out = x * state["w"]
+    with open({windows!r}, "a") as f:
+        f.write(f"{{start}} {{time.monotonic_ns()}}\\n")
+    return out
+"""
+TICKER = """
+import os, time
+fd = os.open({ticks!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+while True:
+    os.write(fd, b"%d\\n" % time.monotonic_ns())
+    time.sleep(0.0002)
+"""
+BUSY_ELSEWHERE = """
+import os, subprocess, sys, threading, time, torch
+TICKER = {ticker!r}
+
+def start():
+    how = {how!r}
+    if how == "thread":
+        threading.Thread(target=exec, args=(TICKER,), daemon=True).start()
+    elif how == "new-session":
+        subprocess.Popen([sys.executable, "-c", TICKER], start_new_session=True)
+    elif os.fork() == 0:  # a daemon: fork, leave the session, fork again; the middle one exits
+        os.setsid()
+        if os.fork() == 0:
+            exec(TICKER)
+        os._exit(0)
+
+def prepare(weights, device):
+    start()
+    while not os.path.exists({ticks!r}) or os.path.getsize({ticks!r}) < 20:
+        time.sleep(0.001)  # it is running
+    return weights
+
+def forward(state, x):
+    return x * state["w"]
+"""
+
+
+@pytest.mark.parametrize("how", ["thread", "new-session", "daemon"])
+def test_no_learner_thread_or_process_runs_while_a_comparator_is_timed(make_request, tmp_path, how):
+    windows, ticks = tmp_path / "windows.txt", tmp_path / "ticks.txt"
+    ticker = TICKER.format(ticks=str(ticks))
+    request = make_request(baseline=TIMED_BASELINE.format(windows=str(windows)),
+                           mine=BUSY_ELSEWHERE.format(ticker=ticker, how=how, ticks=str(ticks)))
+    request["timing"]["rounds"] = 8
+    result = run_harness(request, tmp_path / "run", 120).result
+    calls = [tuple(map(int, line.split())) for line in windows.read_text().splitlines()]
+    noted = sorted(int(t) for t in ticks.read_text().split())
+    inside = [t for start, end in calls for t in noted if start < t < end]
+    print(how, f"{len(calls)} comparator calls, {len(noted)} ticks, {len(inside)} inside a call")
+    assert len(calls) >= 8 + 2 and len(noted) > 10  # both sides really ran
+    assert inside == [], f"{len(inside)} ticks of learner code ran inside comparator calls"
+    assert all(c["ok_structure"] for c in result["checks"])
+
+
+def test_nothing_learner_code_started_outlives_the_grade(make_request, tmp_path):
+    ticks = tmp_path / "ticks.txt"
+    request = make_request(mine=BUSY_ELSEWHERE.format(ticker=TICKER.format(ticks=str(ticks)), how="daemon",
+                                                      ticks=str(ticks)))
+    run_harness(request, tmp_path / "run", 120)
+    size = ticks.stat().st_size
+    time.sleep(0.2)
+    assert ticks.stat().st_size == size  # the daemon was killed with the grade
+
+
+# --- On the H100: the two examples the issue measured, and GPU work left queued ---------------------
+
+def grade_puzzle(workspace, puzzle_id: str, source: str):
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+    from tutor.reference import ready_to_grade
+
+    puzzle = get_puzzle(puzzle_id)
+    ready_to_grade(workspace, puzzle)  # the reference and its answer, with the baseline profiled
+    workspace.editable_path(puzzle, "workload.py").write_text(source)
+    return actions.grade(workspace, puzzle)
+
+
+@pytest.mark.gpu
+def test_dynamo_config_set_by_the_learner_leaves_puzzle2s_baseline_compiled(workspace):
+    # The issue's example: one line made the baseline fall back to eager (2.72 -> 6.50 ms), "gold at 4.23x".
+    from tutor.catalog import get_puzzle
+
+    reference = get_puzzle("puzzle2").solution_dir / "workload.py"
+    source = "import torch._dynamo\ntorch._dynamo.config.recompile_limit = 1\n" + reference.read_text()
+    verdict = grade_puzzle(workspace, "puzzle2", source)
+    print("recompile_limit = 1:", verdict.tier, verdict.speedups, verdict.timings_ms)
+    assert verdict.speedups["baseline"]["median"] < 2.5  # honest: 1.6-1.8x on call time
+
+
+@pytest.mark.gpu
+def test_puzzle2s_memory_is_the_timed_codes(workspace):
+    # The issue's cheat: graphs per size while timed, eager in a memory run it could tell apart. The
+    # comparators are never in the learner's process, and its memory is read there after timing.
+    from tutor.catalog import get_puzzle
+
+    reference = get_puzzle("puzzle2").solution_dir / "workload.py"
+    source = reference.read_text() + '''
+import sys
+_graphs = forward
+def forward(model, xs):
+    if any(name.startswith("infprof_") and name not in ("infprof_mine", "infprof_spec") for name in sys.modules):
+        return _graphs(model, xs)
+    with torch.inference_mode():
+        return torch.cat([block_stack(x, model.layers) for x in xs])
+'''
+    verdict = grade_puzzle(workspace, "puzzle2", source)
+    memory = next(c for c in verdict.criteria if c.name == "graph memory")
+    print("timed one way, measured another:", verdict.tier, verdict.speedups, memory.details)
+    assert verdict.tier != "gold" and verdict.speedups["baseline"]["median"] < 1.2
+
+
+# The honest chain, and a thread of the learner's process that floods the GPU with copies on a side
+# stream whenever its own forward() is not running: the comparator would run beside them.
+FLOODS_THE_GPU = """
+import threading
+def prepare(weights, device):
+    a = torch.empty(256 * 2**20, dtype=torch.uint8, device=device)
+    b = torch.empty_like(a)
+    side = torch.cuda.Stream()
+    def flood():
+        while True:
+            if not busy[0]:
+                with torch.cuda.stream(side):
+                    for _ in range(64):
+                        b.copy_(a)
+    threading.Thread(target=flood, daemon=True).start()
+    return weights["w"]
+busy = [False]
+def forward(w, x):
+    busy[0] = True
+    try:
+        return chain(w, x)
+    finally:
+        busy[0] = False
+"""
+
+
+@pytest.mark.gpu
+def test_gpu_work_a_learner_thread_queues_never_runs_beside_a_comparator(tmp_path):
+    from test_anticheat import CHAIN, run_cuda
+
+    honest = run_cuda(tmp_path / "honest", CHAIN, rounds=15)
+    flooded = run_cuda(tmp_path / "flooded", CHAIN + FLOODS_THE_GPU, rounds=15)
+    baseline = [sorted(r["samples_ms"]["baseline"])[7] for r in (honest, flooded)]
+    print("baseline beside an honest chain, beside a flooding thread:", baseline, flooded["violations"])
+    # Not slowed (3x before the split), or the wait for the flood to drain is named.
+    stalled = any("kept the GPU busy" in v for v in flooded["violations"])
+    assert stalled or baseline[1] < 1.2 * baseline[0]

@@ -1,0 +1,74 @@
+"""What torch.compile did in this process, and what it did not: graphs, graph breaks, recompiles, CUDA graphs skipped.
+
+A torch.compile(mode="reduce-overhead") that quietly skips its CUDA graphs runs slower than
+eager (torchao's fp8 model did, at 0.455 ms a call on the H100, with no word said). The
+reasons are only logged, so the harness turns on torch's own log artifacts for them before
+any workload loads and keeps every message, beside torch's counters.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+MAX_REASONS = 5  # per kind: the first ones name the cause; the rest repeat it
+# torch's log artifact -> what its messages report (graph breaks are read from dynamo's own counter).
+ARTIFACTS = {"cudagraphs": "cudagraph_skips", "recompiles": "recompiles"}
+# torch's own loggers stop propagation at each of these: a handler on "torch" alone hears nothing.
+LOGGERS = ("torch", "torch._dynamo", "torch._inductor")
+
+
+class _Keep(logging.Handler):
+    def __init__(self, reasons: dict[str, list[str]], seen: dict[str, int]):
+        super().__init__(logging.DEBUG)
+        self.reasons, self.seen = reasons, seen
+
+    def emit(self, record: logging.LogRecord) -> None:
+        artifact = record.name.rsplit(".__", 1)[-1]
+        kind = ARTIFACTS.get(artifact)
+        if kind is None:
+            return
+        try:
+            text = record.getMessage().strip()
+        except Exception:  # noqa: BLE001 - a message that fails to format is still a skip
+            text = str(record.msg)
+        if kind == "cudagraph_skips" and "skipping cudagraphs" not in text:
+            return  # the same artifact also logs successful recordings
+        self.seen[kind] = self.seen.get(kind, 0) + 1
+        kept = self.reasons.setdefault(kind, [])
+        first_line = text.splitlines()[0][:300] if text else ""
+        if len(kept) < MAX_REASONS and first_line not in kept:
+            kept.append(first_line)
+
+
+class CompileWatch:
+    """Installed before workloads load; `report()` after they ran."""
+
+    def __init__(self) -> None:
+        self.reasons: dict[str, list[str]] = {}
+        self.seen: dict[str, int] = {}  # messages per kind
+        try:
+            import torch._logging
+            torch._logging.set_logs(**{artifact: True for artifact in ARTIFACTS})
+        except (ImportError, ValueError, TypeError):
+            return  # a torch without these artifacts: counts only
+        keep = _Keep(self.reasons, self.seen)
+        for name in LOGGERS:
+            logging.getLogger(name).addHandler(keep)
+
+    def report(self) -> dict:
+        """Counts and first reasons; empty when torch.compile never ran."""
+        if "torch._dynamo" not in sys.modules:
+            return {}
+        from torch._dynamo.utils import counters
+
+        graphs = int(counters["stats"]["unique_graphs"])
+        if not graphs and not self.seen:
+            return {}
+        breaks = counters["graph_break"]  # reason -> count
+        reasons = {**self.reasons, "graph_breaks": [str(r).splitlines()[0][:300] for r in list(breaks)[:MAX_REASONS]]}
+        return {"compiled_graphs": graphs, "graph_breaks": int(sum(breaks.values())),
+                "recompiles": self.seen.get("recompiles", 0),
+                "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]),
+                "reasons": {k: v for k, v in reasons.items() if v}}
+

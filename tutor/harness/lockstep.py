@@ -1,0 +1,188 @@
+"""A grade in two processes timed in lockstep: the comparators' ruler and the learner's candidate.
+
+The coordinator (this process) imports torch but never touches the GPU, then forks:
+- the ruler loads the oracle and the comparators, prepares them and finishes their lazy work
+  (compiles, graph captures, autotuning) before the candidate loads any learner code, and never
+  loads any itself: no flag, config, library table or environment variable the learner sets can
+  reach a comparator;
+- the candidate loads the learner's workload alone, so the memory it reports is the memory of the
+  code that was timed, measured in the process that was timed.
+Correctness and timing then interleave the two, a fresh random order and a fresh input each
+round. While the ruler works the candidate's side is frozen (tutor.harness.processes): none of its
+threads or processes run, and before each comparator call the ruler waits out any GPU work it left
+queued (a wait that never ends is a violation). Outputs come back as host tensors and are compared here.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+from tutor.harness import gpu_environment, processes, wire
+from tutor.harness.checks import compare
+from tutor.harness.events import EventSink
+from tutor.harness.loading import HarnessFailure
+
+_order = random.SystemRandom()
+WHO = {"ruler": "the puzzle's workloads", "candidate": "your workload"}  # in the learner's words
+
+
+@dataclass
+class Side:
+    """One worker process, as the coordinator sees it."""
+
+    role: str
+    pid: int
+    conn: Connection
+    names: list[str]
+
+    def ask(self, op: str, **fields) -> dict:
+        try:
+            wire.send(self.conn, {"op": op, **fields})
+            reply = wire.recv(self.conn)
+        except (EOFError, OSError, ValueError) as e:
+            raise HarnessFailure("crashed", f"the {self.role} process {self._death()}", where=self.role) from e
+        if "error" in reply:
+            error = reply["error"]
+            raise HarnessFailure(error["kind"], error["message"], error.get("where", self.role), error.get("tb", ""))
+        return reply
+
+    def _death(self) -> str:
+        try:
+            pid, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "died"
+        if os.WIFSIGNALED(status):
+            sig = signal.Signals(os.WTERMSIG(status)).name
+            return "was killed (out of host memory?)" if sig == "SIGKILL" else f"crashed with {sig}"
+        return f"exited with code {os.WEXITSTATUS(status)} before it answered"
+
+
+@dataclass
+class Candidate(Side):
+    """The learner's side: thawed only while it is asked something, frozen the rest of the time."""
+
+    trusted: frozenset[int] = frozenset()  # the ruler: never frozen
+
+    def ask(self, op: str, **fields) -> dict:
+        processes.thaw(self.pid, self.trusted)
+        try:
+            return super().ask(op, **fields)
+        finally:
+            processes.freeze(self.pid, self.trusted)
+
+
+def start(request: dict, sink: EventSink) -> tuple[Side, Candidate]:
+    """Fork the ruler and the candidate; neither has loaded anything yet."""
+    from tutor.harness.worker import serve
+
+    processes.become_subreaper()
+    candidate, oracle = request["candidate"], request["oracle"]
+    # The oracle always: the checks compare with the ruler's copy (even when it is also the candidate).
+    ruler_names = list(dict.fromkeys([oracle, *(n for n in request["time"] if n != candidate)]))
+
+    def worker(names: list[str], who: str | None):
+        def body(conn: Connection) -> None:
+            sink.close()  # only the coordinator speaks to the tutor
+            serve(conn, request, names, who)
+        return body
+
+    ruler = Side("ruler", *processes.fork_worker(worker(ruler_names, None)), ruler_names)
+    learner = Candidate("candidate", *processes.fork_worker(worker([candidate], candidate)), [candidate],
+                        trusted=frozenset({ruler.pid}))
+    processes.freeze(learner.pid, learner.trusted)
+    return ruler, learner
+
+
+def check_and_time(request: dict, sink: EventSink) -> dict:
+    names, candidate, oracle = request["time"], request["candidate"], request["oracle"]
+    ruler, learner = start(request, sink)
+    try:
+        return _check_and_time(request, sink, ruler, learner)
+    finally:
+        processes.kill_all(learner.pid, learner.trusted)
+        ruler.conn.close()
+
+
+def _check_and_time(request: dict, sink: EventSink, ruler: Side, learner: Candidate) -> dict:
+    names, candidate, oracle = request["time"], request["candidate"], request["oracle"]
+    sides = {name: (learner if name == candidate else ruler) for name in [*names, oracle]}
+
+    # The ruler first, all the way through its lazy work, while no learner code has loaded.
+    for side in (ruler, learner):
+        for name in side.names:
+            sink.stage("preparing", name)
+            side.ask("prepare", name=name)
+        warm_inputs = side.ask("prepared")["warm_inputs"]
+        rounds = max(request["timing"]["warmup"], warm_inputs)
+        sink.stage("warmup", f"{WHO[side.role]}: compiling and warming up")
+        for i in range(rounds):
+            side.ask("warm_up", index=i)
+            sink.progress("warmup", i + 1, rounds)
+        side.ask("calibrate")
+
+    sink.stage("checking", f"{candidate} against {oracle}")
+    checks = []
+    for _ in range(request["correctness"]["checks"]):
+        seed = secrets.randbelow(2**62)
+        checks.append(compare(learner.ask("run", name=candidate, seed=seed)["out"],
+                              ruler.ask("run", name=oracle, seed=seed)["out"]))
+
+    rounds = request["timing"]["rounds"]
+    timed_checks, stalled = [], []
+    before = gpu_environment.snapshot() if request["device"] == "cuda" else {}
+    sink.stage("timing", f"{rounds} interleaved rounds")
+    for r in range(rounds):
+        order = names[:]
+        _order.shuffle(order)
+        # A fresh input every round, drawn now: no output can be memoised per input.
+        seed = secrets.randbelow(2**62)
+        mine = ref = None
+        for name in order:
+            reply = sides[name].ask("time", name=name, seed=seed, keep=name in (candidate, oracle))
+            if reply["waited_ms"] < 0:
+                stalled.append(name)
+            if name == candidate:
+                mine = reply["out"]
+            elif name == oracle:
+                ref = reply["out"]
+        if ref is None:  # the oracle is not timed: the ruler runs it on the same input
+            ref = ruler.ask("run", name=oracle, seed=seed)["out"]
+        timed_checks.append(compare(mine, ref))
+        sink.progress("timing", r + 1, rounds)
+
+    after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
+    theirs, mine = ruler.ask("finish"), learner.ask("finish")
+    result = merge(checks, timed_checks, theirs, mine, candidate, stalled)
+    if before or after:
+        result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),
+                                 "concerns": gpu_environment.concerns(before, after, {ruler.pid, learner.pid})}
+    return result
+
+
+def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, candidate: str, stalled: list[str]) -> dict:
+    """One result, in the shape graders read, from the two processes' own reports."""
+    violations = list(mine.get("violations", []))
+    if stalled:
+        violations.append(f"GPU work your process left running kept the GPU busy while {sorted(set(stalled))} "
+                          "waited to be timed: forward() must finish its work before it returns")
+    result = {
+        "checks": checks, "timed_checks": timed_checks,
+        "samples_ms": {**theirs["samples_ms"], **mine["samples_ms"]},
+        "gpu_samples_ms": {**theirs["gpu_samples_ms"], **mine["gpu_samples_ms"]},
+        "host_timed": [*theirs["host_timed"], *mine["host_timed"]],
+        "clocks": {**theirs["clocks"], **mine["clocks"]},
+        "timing_note": mine["timing_note"] or theirs["timing_note"],
+        "violations": violations,
+        "memory": {"resident_bytes": {**theirs["resident_bytes"], **mine["resident_bytes"]},
+                   "growth_bytes": mine["growth_bytes"], "candidate": mine.get("memory_facts", {})},
+    }
+    if mine.get("compile"):
+        result["compile"] = mine["compile"]
+    if "facts" in theirs:
+        result["facts"] = theirs["facts"]
+    return result

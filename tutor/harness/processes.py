@@ -1,0 +1,115 @@
+"""The grade's processes: fork a worker, and freeze or thaw every process learner code started.
+
+While a comparator is timed, the candidate's process and everything it started (threads
+go with their process; child processes, compile workers, a daemon that left its session)
+are stopped with SIGSTOP, which no code can catch or ignore. The coordinator makes itself a
+child subreaper first, so a process that double-forks to escape is handed to it, where it
+is still found and stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import time
+from multiprocessing.connection import Connection, Pipe
+from pathlib import Path
+from typing import Callable
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants are re-parented here instead of to init (Linux; elsewhere a no-op)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def fork_worker(body: Callable[[Connection], None]) -> tuple[int, Connection]:
+    """Run `body(connection)` in a forked child that exits when it returns; the parent's end of the pipe."""
+    mine, theirs = Pipe(duplex=True)
+    pid = os.fork()
+    if pid == 0:  # the child: nothing of the parent's loop runs past this point
+        code = 0
+        try:
+            mine.close()
+            body(theirs)
+        except BaseException:  # noqa: BLE001 - a child must never return into the parent's code
+            import traceback
+            traceback.print_exc()
+            code = 5
+        finally:
+            os._exit(code)
+    theirs.close()
+    return pid, mine
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid for every process this user can see."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue  # it exited while we looked
+    return parents
+
+
+def learner_side(candidate: int, trusted: set[int]) -> set[int]:
+    """The candidate and every descendant of it, plus whatever was re-parented to us and is not `trusted`."""
+    parents = _parents()
+    if not parents:  # no /proc: the candidate alone
+        return {candidate}
+    me = os.getpid()
+    roots = {candidate} | {pid for pid, ppid in parents.items() if ppid == me and pid not in trusted}
+    found, frontier = set(roots), set(roots)
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in found}
+        found |= frontier
+    return found
+
+
+def freeze(candidate: int, trusted: set[int]) -> None:
+    """SIGSTOP the learner's side, again until no new process appears (one may fork while we look)."""
+    stopped: set[int] = set()
+    for _ in range(10):
+        new = learner_side(candidate, trusted) - stopped
+        if not new:
+            return
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        stopped |= new
+    _wait_until_stopped(stopped)
+
+
+def _wait_until_stopped(pids: set[int], limit_s: float = 1.0) -> None:
+    """SIGSTOP is delivered asynchronously: wait until every thread of every pid reports stopped."""
+    deadline = time.monotonic() + limit_s
+    for pid in pids:
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            while time.monotonic() < deadline:
+                try:
+                    state = stat.read_text().rsplit(")", 1)[1].split()[0]
+                except (OSError, IndexError):
+                    break  # gone
+                if state in "TtZX":
+                    break
+                time.sleep(0.0002)
+
+
+def thaw(candidate: int, trusted: set[int]) -> None:
+    for pid in learner_side(candidate, trusted):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def kill_all(candidate: int, trusted: set[int]) -> None:
+    """End the learner's side, whatever it started: nothing of it outlives the grade."""
+    for pid in learner_side(candidate, trusted):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)

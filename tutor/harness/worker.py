@@ -1,0 +1,236 @@
+"""One side of a grade: a forked process that loads, prepares, runs and times only its own workloads.
+
+The ruler holds the puzzle's oracle and comparators and never loads learner code; the
+candidate holds the learner's workload alone. The coordinator (tutor.harness.lockstep)
+sends each an operation at a time over a pipe and reads the reply (tutor.harness.wire).
+Whatever learner code changes in its own process (torch's flags, dynamo's config,
+library tables, the allocator, the environment) never reaches a comparator.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import random
+import secrets
+import sys
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import torch
+
+from tutor.harness import wire
+from tutor.harness.checks import own_copy
+from tutor.harness.compile_report import CompileWatch
+from tutor.harness.device import Device
+from tutor.harness.guard import Guard, SideWork
+from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
+from tutor.harness.memory_facts import MB, CaptureCounter, graph_pool_bytes, memory_facts
+
+WORKLOAD_API = ("prepare", "forward")
+SPEC_API = ("make_weights", "make_input")
+
+
+def setup(request: dict, timing: bool) -> Device:
+    """What every workload process does before it loads any workload: its device, clocks and seeds."""
+    if request["device"] == "cuda" and not torch.cuda.is_available():
+        raise HarnessFailure("no_gpu", "this puzzle needs a CUDA GPU, and torch sees none "
+                             f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+    if request["device"] == "cuda":
+        share_autotuning()
+    if request["device"] == "cpu":
+        torch.set_num_threads(1)  # CPU puzzles time one thread, so speedups compare across machines
+    # Not the request's seed: a workload can read that (sys.argv), and must not predict anything from it.
+    # Each process draws its own: a forked child would otherwise share its parent's generator state.
+    random.seed()
+    torch.manual_seed(secrets.randbelow(2**62))
+    return Device(request["device"], flush_l2=timing)
+
+
+def share_autotuning() -> None:
+    """Keep triton's autotune results on disk, so every run of a workload (grade, profile, ncu) runs one config.
+
+    Without it each process tunes anew; under ncu, whose serialised launches distort the timings, the
+    autotuner picked another GemLite kernel (2 waves instead of 1) than the graded runs did.
+    """
+    try:
+        import triton
+        triton.knobs.autotuning.cache = True
+    except (ImportError, AttributeError):
+        pass  # no triton, or one without knobs: each run tunes on its own
+
+
+class Worker:
+    """The workloads of one process, and the operations the coordinator may ask of them."""
+
+    def __init__(self, request: dict, names: list[str], candidate: str | None):
+        self.request, self.names, self.candidate = request, names, candidate
+        self.device = setup(request, timing=True)
+        # Before any workload loads, so every capture is counted, torch.compile's included.
+        self.captures = CaptureCounter() if self.device.cuda else None
+        self.compiled = CompileWatch() if candidate else None
+        # Before learner code: from here on it cannot open the reference solution or the progress db.
+        self.guard = Guard(request.get("protected", {})) if candidate else None
+        self.spec = load_module(Path(request["spec"]), "spec", SPEC_API)
+        self.modules, self.states, self.resident = {}, {}, {}
+        self.samples: dict[str, list[float]] = {name: [] for name in names if name in request["time"]}
+        self.side: SideWork | None = None
+        self.pool_by_round: list[float] = []
+        self.warm: list = []
+        self.prepared_bytes = 0
+        self._shared = None
+
+    # -- operations ---------------------------------------------------------------------------
+
+    def prepare(self, name: str) -> dict:
+        if name == self.candidate:
+            self.guard.freeze(*self._namespaces())
+        self.modules[name] = load_module(Path(self.request["workloads"][name]), name, WORKLOAD_API)
+        master = self._master_weights()  # made before the count starts: no workload's to keep
+        before = self.device.allocated_bytes()
+        weights = own_copy(master)
+        del master
+        self.states[name] = call_workload(f"{name}.prepare()", self.modules[name].prepare, weights, self.device.name)
+        del weights
+        # What prepare() left alive: lets a puzzle check, say, that weights really are stored in fp8.
+        self.resident[name] = self.device.allocated_bytes() - before
+        return {}
+
+    def prepared(self) -> dict:
+        """Every workload is prepared: free the weights' master copy, poison free memory, build the warm-up inputs."""
+        self._shared = None
+        self.device.poison_free_memory()
+        self.prepared_bytes = self.device.allocated_bytes()
+        self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
+        return {"warm_inputs": len(self.warm)}
+
+    def warm_up(self, index: int) -> dict:
+        with self.device.range("warmup"):
+            for name in self.names:
+                self.forward(name, self.warm[index % len(self.warm)])
+        self.device.synchronize()
+        if self.candidate and self.device.cuda:  # how the graph pools grow as new shapes are served
+            self.pool_by_round.append(graph_pool_bytes() / MB)
+        return {}
+
+    def calibrate(self) -> dict:
+        """Held or from an idle GPU: each workload's host, seen while the GPU is held. Then the checks begin."""
+        for name in self.names:
+            self.device.calibrate(name, lambda name=name: self.forward(name, own_copy(self.warm[0])))
+        self.side = SideWork()
+        return {}
+
+    def run(self, name: str, seed: int) -> dict:
+        """One untimed call on the input `seed` makes: its output, for the correctness checks."""
+        out = wire.portable(self.forward(name, self._input(seed)))
+        self.device.synchronize()
+        self._verify()
+        return {"out": out}
+
+    def time(self, name: str, seed: int, keep: bool) -> dict:
+        """One timed call on the input `seed` makes (made outside the timer); its output if `keep`."""
+        x = self._input(seed)
+        waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
+        ms, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
+        self.samples[name].append(ms)
+        reply = {"ms": ms, "waited_ms": waited if waited is not None else -1.0}
+        if keep:
+            reply["out"] = wire.portable(out)
+        del out
+        self._verify()
+        return reply
+
+    def finish(self) -> dict:
+        """Every sample, settled; memory; for the candidate what fair play saw, for the ruler the puzzle's facts."""
+        charged = self.device.settle(self.samples)
+        result = {"samples_ms": self.samples, "host_timed": charged,
+                  "gpu_samples_ms": {n: ms for n, ms in self.device.gpu_samples_ms().items() if n in self.samples},
+                  "clocks": self.device.clocks(), "timing_note": self.device.timing_note,
+                  "resident_bytes": self.resident,
+                  # Memory kept after prepare(): caches built lazily in forward() show up here.
+                  "growth_bytes": self.device.allocated_bytes(full=True) - self.prepared_bytes}
+        if self.candidate:
+            if not self.device.cuda:  # on CUDA the clocks already wait for the whole device
+                hidden = self.side.violation(sum(self.samples.get(self.candidate, [])))
+                if hidden:
+                    self.guard.note(hidden)
+            self.guard.verify()
+            result["violations"] = self.guard.violations
+            result["compile"] = self.compiled.report()
+            if result["compile"] and self.captures:
+                result["compile"]["graphs_captured"] = self.captures.captures
+            if self.device.cuda:  # the memory of the very process that was timed, after serving every input
+                result["memory_facts"] = {**memory_facts(self.captures), "graph_pool_mb_by_warmup": self.pool_by_round}
+        elif callable(getattr(self.spec, "facts", None)):  # what the comparators did, for a puzzle's grader
+            result["facts"] = call_workload("spec.facts", self.spec.facts, self.states)
+        return result
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def forward(self, name: str, x):
+        return call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
+
+    def _input(self, seed: int):
+        return call_workload("spec.make_input", self.spec.make_input, seed, self.device.name)
+
+    def _master_weights(self):
+        """One set of weights per process; each workload gets its own copy of it."""
+        if self._shared is None:
+            self._shared = call_workload("spec.make_weights", self.spec.make_weights, self.request["seed"],
+                                         self.device.name)
+        return self._shared
+
+    def _verify(self) -> None:
+        if self.guard:  # every call: a patch undone before the end still counts
+            self.guard.verify()
+
+    def _namespaces(self) -> tuple[dict, dict]:
+        """What learner code must leave alone: every change to `strict` counts, to `libraries` only its own."""
+        harness = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("tutor.")]
+        strict = {m.__name__: m for m in (*harness, time, os, json, random, secrets)}
+        strict.update({f"{m.__name__}.{c.__name__}": c for m in harness for c in vars(m).values()
+                       if isinstance(c, type) and c.__module__ == m.__name__})
+        strict.update({"random.SystemRandom": random.SystemRandom, "torch.cuda.Event": torch.cuda.Event,
+                       "spec": self.spec, "device": self.device})
+        libraries = {"builtins": builtins, "torch": torch, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
+                     "torch.nn.functional": torch.nn.functional, "torch.nn.Module": torch.nn.Module,
+                     "torch.linalg": torch.linalg}
+        return strict, libraries
+
+
+# How long a comparator waits for GPU work the candidate's process left behind before that is a violation.
+QUIET_LIMIT_S = 5.0
+OPERATIONS = ("prepare", "prepared", "warm_up", "calibrate", "run", "time", "finish")
+
+
+def serve(conn: Connection, request: dict, names: list[str], candidate: str | None) -> None:
+    """The worker's loop: one operation in, one reply out, until `finish` or the coordinator hangs up."""
+    worker = None
+    while True:
+        try:
+            message = wire.recv(conn)
+        except EOFError:
+            return
+        try:
+            if worker is None:
+                worker = Worker(request, names, candidate)
+            op = message.pop("op")
+            if op not in OPERATIONS:
+                raise HarnessFailure("bad_request", f"unknown worker operation {op!r}")
+            reply = getattr(worker, op)(**message)
+        except HarnessFailure as f:
+            print(f.tb or f.message, file=sys.stderr)
+            wire.send(conn, {"error": {"kind": f.kind, "message": f.message, "where": f.where, "tb": f.tb[-4000:]}})
+            return
+        except Exception as e:  # a harness bug: still reported
+            tb = traceback.format_exc()
+            print(tb, file=sys.stderr)
+            wire.send(conn, {"error": {"kind": "bad_request", "message": f"{type(e).__name__}: {e}",
+                                       "where": "harness", "tb": tb[-4000:]}})
+            return
+        wire.send(conn, reply)
+        if op == "finish":
+            return
