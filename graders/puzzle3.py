@@ -66,6 +66,9 @@ def answer_from_facts(facts: dict) -> dict:
 
 def kernel_evidence(cited: dict, profiles: LearnerProfiles) -> Criterion:
     name = "kernel evidence"
+    if not cited:  # a graph around GemLite's own kernels earns bronze; a better kernel choice must be explained
+        return Criterion(name, True, "No [kernel_evidence] given: your grade stops at bronze. Silver and gold are "
+                         "for a better kernel choice than GemLite's, explained with Nsight Compute.", [], caps_tier="bronze")
     metric = cited.get("metric", "")
     how = ("Profile both with Nsight Compute: `infprof-tutor profile puzzle3 --profiler ncu` and "
            "`... --profiler ncu --which mine`; cite one ncu.* metric and its value in each.")

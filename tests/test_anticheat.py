@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 
 import pytest
 
@@ -487,3 +488,20 @@ real = torch.cuda.Event.elapsed_time
 torch.cuda.Event.elapsed_time = lambda self, end: real(self, end) / 100
 """)
     assert any("torch.cuda.Event.elapsed_time" in v for v in result["violations"])
+
+
+def test_a_workload_that_closes_the_harness_pipe_is_named_not_waited_for(make_request, tmp_path):
+    # Closing every inherited descriptor cuts the candidate off the harness while it lives on.
+    request = make_request(mine="""
+        import os, time
+        def prepare(weights, device):
+            os.closerange(3, 1024)
+            time.sleep(3600)  # alive, and silent
+        def forward(state, x):
+            return x
+    """)
+    started = time.monotonic()
+    with pytest.raises(RunFailed) as info:
+        run_harness(request, tmp_path / "run", 120)
+    assert info.value.kind == "crashed" and "stopped answering the harness" in info.value.message
+    assert time.monotonic() - started < 60  # told at once, not at the time limit

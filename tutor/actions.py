@@ -190,6 +190,7 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
                               _learner_profiles(progress, puzzle, hash_before))]
     # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.
     earned = correctness.passed and all(r.passed for r in rules)
+    tier = capped(puzzle, tier, rules)
     verdict = Verdict(puzzle.id, [correctness, diagnosis, performance, *rules], tier=tier if earned else "",
                       speedups={k: vars(v) for k, v in speedups["call"].items()},
                       gpu_speedups={k: vars(v) for k, v in speedups["gpu"].items()},
@@ -201,6 +202,15 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     progress.record_attempt(puzzle.id, hash_before, verdict.passed, verdict.tier, headline.median, headline.low,
                             verdict.to_dict(), run_dir)
     return verdict
+
+
+def capped(puzzle: Puzzle, tier: str, rules: list[Criterion]) -> str:
+    """The tier, no higher than any rule's cap (puzzle3: no kernel evidence, no tier above bronze)."""
+    order = ["", *dict.fromkeys(t.name for t in puzzle.tiers)]
+    for rule in rules:
+        if rule.caps_tier and order.index(tier) > order.index(rule.caps_tier):
+            tier = rule.caps_tier
+    return tier
 
 
 def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import shutil
 import tomllib
+from pathlib import Path
 
 from tutor import actions
-from tutor.catalog import Puzzle
+from tutor.catalog import NO_TIER, Puzzle
 from tutor.grading.answer import read_answer
 from tutor.grading.extra import grader_module
 from tutor.workspace import Workspace
@@ -30,22 +31,30 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> N
         return
     grader = grader_module(puzzle)
     facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
-    install_reference(ws, puzzle, profile.metrics.values, grader.answer_from_facts(facts) if facts else {})
+    workload, without = puzzle.solution_dir / "workload.py", set()
     if which.startswith("alternatives/"):
-        shutil.copy2(puzzle.alternative_path(which.split("/", 1)[1]), ws.editable_path(puzzle, "workload.py"))
+        name = which.split("/", 1)[1]
+        workload = puzzle.alternative_path(name)
+        if puzzle.alternatives[name] in (NO_TIER, puzzle.tiers[0].name):
+            without = {"kernel_evidence"}  # a fix that earns the first tier has no better kernel to explain
+    install_reference(ws, puzzle, profile.metrics.values, grader.answer_from_facts(facts) if facts else {},
+                      workload, without)
 
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],
-                      reported: dict[str, dict] | None = None) -> None:
+                      reported: dict[str, dict] | None = None, workload: Path | None = None,
+                      without: set[str] = frozenset()) -> None:
     """The solution's files, and its answer.toml with `profile_values` (the baseline's torch profile) cited.
 
     `reported` replaces tables of the solution's answer with what the run showed. A
     [kernel_evidence] table (puzzle3) cites Nsight Compute numbers of the baseline and of the
-    solution itself: those two profiles are taken here, after the solution is in place.
+    solution itself: those two profiles are taken here, after the solution is in place. `workload`
+    replaces the solution's workload.py (an honest alternative); tables in `without` are left out.
     """
     for name in puzzle.editable:
         if name != "answer.toml":
-            shutil.copy2(puzzle.solution_dir / name, ws.editable_path(puzzle, name))
+            source = workload if name == "workload.py" and workload else puzzle.solution_dir / name
+            shutil.copy2(source, ws.editable_path(puzzle, name))
     answer = read_answer(puzzle.solution_dir / "answer.toml")
     lines = [f'bottleneck = "{answer.bottleneck}"']
     for ev in answer.evidence:
@@ -54,6 +63,7 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
     with (puzzle.solution_dir / "answer.toml").open("rb") as f:
         tables = {k: v for k, v in tomllib.load(f).items() if isinstance(v, dict)}
     tables.update(reported or {})
+    tables = {k: v for k, v in tables.items() if k not in without}
     if "kernel_evidence" in tables:
         tables["kernel_evidence"] = _kernel_evidence(ws, puzzle, tables["kernel_evidence"]["metric"])
     for table, entries in tables.items():

@@ -90,7 +90,8 @@ class PuzzleRecord:
 
 
 def verdict_from_dict(data: dict) -> Verdict:
-    criteria = [Criterion(c["name"], c["passed"], c["summary"], list(c.get("details", []))) for c in data["criteria"]]
+    criteria = [Criterion(c["name"], c["passed"], c["summary"], list(c.get("details", [])), c.get("caps_tier", ""))
+                for c in data["criteria"]]
     return Verdict(data["puzzle"], criteria, data.get("tier", ""), data.get("speedups", {}),
                    data.get("timings_ms", {}), data.get("next_hint", ""), gpu_speedups=data.get("gpu_speedups", {}))
 

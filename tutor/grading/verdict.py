@@ -11,6 +11,7 @@ class Criterion:
     passed: bool
     summary: str
     details: list[str] = field(default_factory=list)
+    caps_tier: str = ""  # a passed criterion may still cap the tier (a fix that earns the first tier only)
 
 
 @dataclass

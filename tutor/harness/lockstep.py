@@ -19,6 +19,7 @@ import os
 import random
 import secrets
 import signal
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -28,6 +29,7 @@ from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
 
 _order = random.SystemRandom()
+DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message
 WHO = {"ruler": "the puzzle's workloads", "candidate": "your workload"}  # in the learner's words
 
 
@@ -52,10 +54,16 @@ class Side:
         return reply
 
     def _death(self) -> str:
+        """How the worker ended; it may still be alive if learner code closed its pipe."""
+        deadline = time.monotonic() + DEATH_WAIT_S
         try:
-            pid, status = os.waitpid(self.pid, 0)
+            while (ended := os.waitpid(self.pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
         except ChildProcessError:
             return "died"
+        pid, status = ended
+        if pid == 0:
+            return "stopped answering the harness (its pipe was closed)"
         if os.WIFSIGNALED(status):
             sig = signal.Signals(os.WTERMSIG(status)).name
             return "was killed (out of host memory?)" if sig == "SIGKILL" else f"crashed with {sig}"
@@ -99,7 +107,6 @@ def start(request: dict, sink: EventSink) -> tuple[Side, Candidate]:
 
 
 def check_and_time(request: dict, sink: EventSink) -> dict:
-    names, candidate, oracle = request["time"], request["candidate"], request["oracle"]
     ruler, learner = start(request, sink)
     try:
         return _check_and_time(request, sink, ruler, learner)
@@ -157,14 +164,14 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side, learner: Candid
 
     after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
     theirs, mine = ruler.ask("finish"), learner.ask("finish")
-    result = merge(checks, timed_checks, theirs, mine, candidate, stalled)
+    result = merge(checks, timed_checks, theirs, mine, stalled)
     if before or after:
         result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),
                                  "concerns": gpu_environment.concerns(before, after, {ruler.pid, learner.pid})}
     return result
 
 
-def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, candidate: str, stalled: list[str]) -> dict:
+def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, stalled: list[str]) -> dict:
     """One result, in the shape graders read, from the two processes' own reports."""
     violations = list(mine.get("violations", []))
     if stalled:
