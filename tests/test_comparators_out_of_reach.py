@@ -132,6 +132,20 @@ def test_nothing_learner_code_started_outlives_the_grade(make_request, tmp_path)
     assert ticks.stat().st_size == size  # the daemon was killed with the grade
 
 
+
+def test_a_run_stopped_at_its_time_limit_ends_what_learner_code_started(make_request, tmp_path):
+    from tutor.runner import RunFailed
+
+    ticks = tmp_path / "ticks.txt"
+    source = BUSY_ELSEWHERE.format(ticker=TICKER.format(ticks=str(ticks)), how="daemon", ticks=str(ticks))
+    request = make_request(mine=source.replace("    return x * state[\"w\"]", "    time.sleep(3600)"))
+    with pytest.raises(RunFailed) as info:
+        run_harness(request, tmp_path / "run", 20)
+    assert info.value.kind == "timeout"
+    size = ticks.stat().st_size
+    time.sleep(0.3)
+    assert ticks.stat().st_size == size  # the daemon, in a session of its own, was ended with the run
+
 # --- On the H100: the two examples the issue measured, and GPU work left queued ---------------------
 
 def grade_puzzle(workspace, puzzle_id: str, source: str):

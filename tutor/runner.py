@@ -29,6 +29,7 @@ from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, decode
 LOG_NAME = "output.log"
 RESULT_NAME = "result.json"  # the harness's raw result (every timing sample), kept with the run
 ENVIRONMENT_KINDS = {"no_gpu", "missing_package"}
+TERM_GRACE_S = 3.0  # between SIGTERM and SIGKILL when a run is stopped
 
 ADVICE = {
     "no_gpu": "Run this puzzle on a machine with an NVIDIA GPU (see README: 'Using a GPU machine'), or pick a CPU puzzle.",
@@ -89,6 +90,14 @@ class HarnessRun:
         self._kill()
 
     def _kill(self) -> None:
+        """SIGTERM first: the harness then ends what learner code started outside its process group
+        (a daemon in a session of its own); SIGKILL whatever is left a moment later."""
+        if self._proc and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGTERM)
+                self._proc.wait(TERM_GRACE_S)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
         if self._proc and self._proc.poll() is None:
             try:
                 os.killpg(self._proc.pid, signal.SIGKILL)

@@ -103,6 +103,12 @@ def start(request: dict, sink: EventSink) -> tuple[Side, Candidate]:
     learner = Candidate("candidate", *processes.fork_worker(worker([candidate], candidate)), [candidate],
                         trusted=frozenset({ruler.pid}))
     processes.freeze(learner.pid, learner.trusted)
+
+    def stopped(signum, frame):  # the tutor stops the run (time limit, cancel): end the learner's side too
+        processes.kill_all(learner.pid, learner.trusted)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stopped)
     return ruler, learner
 
 
