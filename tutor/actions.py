@@ -48,7 +48,7 @@ def code_hash(ws: Workspace, puzzle: Puzzle) -> str:
     return digest.hexdigest()[:16]
 
 
-def _new_run_dir(ws: Workspace, puzzle: Puzzle, mode: str) -> Path:
+def new_run_dir(ws: Workspace, puzzle: Puzzle, mode: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return ws.runs_dir / f"{stamp}-{puzzle.id}-{mode}-{random.randrange(16**4):04x}"
 
@@ -83,7 +83,7 @@ def check_request(ws: Workspace, puzzle: Puzzle, timed: list[str]) -> dict:
     return request
 
 
-def _check_workload_file(ws: Workspace, puzzle: Puzzle) -> None:
+def check_workload_file(ws: Workspace, puzzle: Puzzle) -> None:
     path = ws.editable_path(puzzle, "workload.py")
     if not path.is_file():
         raise TutorError(f"{path} is missing.", f"Run `infprof-tutor reset {puzzle.id}` to restore it.")
@@ -97,8 +97,8 @@ def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: Ev
     if profiler not in PROFILERS:
         raise TutorError(f"Unknown profiler '{profiler}'.", f"Choose one of: {', '.join(PROFILERS)}.")
     if which == "mine":
-        _check_workload_file(ws, puzzle)
-    run_dir = _new_run_dir(ws, puzzle, f"profile-{which}")
+        check_workload_file(ws, puzzle)
+    run_dir = new_run_dir(ws, puzzle, f"profile-{which}")
     request = _base_request(ws, puzzle, "profile", [which])
     request["profile"] = {"workload": which, "iterations": puzzle.timing.profile_iterations}
     metrics, artifact = PROFILERS[profiler](request, run_dir, puzzle, on_event, register)
@@ -166,11 +166,11 @@ PROFILERS = {"torch": _profile_torch, "ncu": _profile_ncu, "nsys": _profile_nsys
 def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
           register: Register | None = None) -> Verdict:
     """Correctness, diagnosis and speed of the learner's current files; every attempt is recorded."""
-    _check_workload_file(ws, puzzle)
+    check_workload_file(ws, puzzle)
     progress = Progress(ws.db_path)
     hash_before = code_hash(ws, puzzle)
     request = check_request(ws, puzzle, ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)])
-    run_dir = _new_run_dir(ws, puzzle, "grade")
+    run_dir = new_run_dir(ws, puzzle, "grade")
     try:
         result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
     except RunFailed as failure:

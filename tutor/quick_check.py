@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tutor.actions import EventHandler, Register, _check_workload_file, _new_run_dir, check_request
+from tutor.actions import EventHandler, Register, check_workload_file, new_run_dir, check_request
 from tutor.catalog import Puzzle
 from tutor.grading.answer import AnswerError, answer_problem
 from tutor.grading.fair_play import check_fair_play
@@ -91,11 +91,11 @@ def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
 def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
                 register: Register | None = None) -> QuickCheck:
     """Check and time the learner's workload.py briefly; raises RunFailed as a grade would, records nothing."""
-    _check_workload_file(ws, puzzle)
+    check_workload_file(ws, puzzle)
     vs = puzzle.tiers[0].vs
     request = check_request(ws, puzzle, list(dict.fromkeys(["mine", vs])))
     request["timing"]["rounds"] = quick_rounds(puzzle)
-    run_dir = _new_run_dir(ws, puzzle, "check")
+    run_dir = new_run_dir(ws, puzzle, "check")
     result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
     correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     est = speedups_vs(result["samples_ms"])[vs]
