@@ -117,7 +117,8 @@ def test_no_learner_thread_or_process_runs_while_a_comparator_is_timed(make_requ
     noted = sorted(int(t) for t in ticks.read_text().split())
     inside = [t for start, end in calls for t in noted if start < t < end]
     print(how, f"{len(calls)} comparator calls, {len(noted)} ticks, {len(inside)} inside a call")
-    assert len(calls) >= 8 + 2 and len(noted) > 10  # both sides really ran
+    # Both sides really ran: the comparator's warm-up, checks and 8 timed calls; prepare() waited for 2 ticks.
+    assert len(calls) >= 8 + 2 and len(noted) >= 2
     assert inside == [], f"{len(inside)} ticks of learner code ran inside comparator calls"
     assert all(c["ok_structure"] for c in result["checks"])
 
@@ -140,7 +141,7 @@ def test_a_run_stopped_at_its_time_limit_ends_what_learner_code_started(make_req
     source = BUSY_ELSEWHERE.format(ticker=TICKER.format(ticks=str(ticks)), how="daemon", ticks=str(ticks))
     request = make_request(mine=source.replace("    return x * state[\"w\"]", "    time.sleep(3600)"))
     with pytest.raises(RunFailed) as info:
-        run_harness(request, tmp_path / "run", 20)
+        run_harness(request, tmp_path / "run", 45)  # time enough for a busy machine to reach prepare()
     assert info.value.kind == "timeout"
     size = ticks.stat().st_size
     time.sleep(0.3)
