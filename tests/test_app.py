@@ -7,7 +7,6 @@ baseline) exactly as `infprof-tutor grade` does, so these tests take seconds eac
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gzip
 import json
 import subprocess
@@ -23,7 +22,7 @@ from textual.widgets import Markdown, OptionList
 from tutor.app.app import InfprofApp
 from tutor.app.messages import FilesSaved, RunFinished
 from tutor.app.openers import PERFETTO_SCRIPT, shell_path
-from tutor.app.runs import PROFILER_GIVES, run_kind
+from tutor.app.runs import PROFILER_GIVES
 from tutor.app.screens.browser import BrowserScreen
 from tutor.app.screens.help import HelpScreen
 from tutor.app.screens.output import OutputScreen
