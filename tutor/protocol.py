@@ -34,6 +34,11 @@ ERROR_KINDS = {
 }
 
 
+def death_words(signal_name: str) -> str:
+    """How a workload process that a signal ended died, in the learner's words."""
+    return "was killed (out of host memory?)" if signal_name == "SIGKILL" else f"crashed with {signal_name}"
+
+
 def encode(event_type: str, **fields) -> bytes:
     return (json.dumps({"v": PROTOCOL_VERSION, "type": event_type, **fields}) + "\n").encode()
 

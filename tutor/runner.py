@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 import platformdirs
 
 from tutor.errors import EnvironmentProblem, TutorError
-from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, decode
+from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, death_words, decode
 
 LOG_NAME = "output.log"
 RESULT_NAME = "result.json"  # the harness's raw result (every timing sample), kept with the run
@@ -185,8 +185,7 @@ class HarnessRun:
             raise cls(kind, f"{what}: {error.get('message', '')}", tail, error.get("where", ""))
         if returncode != 0 or self.result is None:
             if returncode < 0:
-                sig = signal.Signals(-returncode).name
-                why = "killed (out of host memory?)" if sig == "SIGKILL" else f"crashed with {sig}"
+                why = death_words(signal.Signals(-returncode).name)
             else:
                 why = f"exited with code {returncode} without a result"
             raise RunFailed("crashed", f"The workload process {why}.", tail)

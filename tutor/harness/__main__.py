@@ -105,7 +105,7 @@ def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:
 
 def serve_for_memory(request: dict, spec, forward, device, sink: EventSink, captures) -> dict:
     """Serve the warm-up inputs (every shape the puzzle uses) twice, then say what memory that took."""
-    from tutor.harness.memory_facts import MB, graph_pool_bytes, memory_facts
+    from tutor.harness.memory_facts import graph_pool_mb, memory_facts
 
     name = request["prepare"][0]
     inputs = warmup_inputs(spec, request["seed"], device.name)
@@ -115,7 +115,7 @@ def serve_for_memory(request: dict, spec, forward, device, sink: EventSink, capt
         for x in inputs:
             forward(name, x)
             if device.cuda:
-                pool_by_input.append(graph_pool_bytes() / MB)
+                pool_by_input.append(graph_pool_mb())
     device.synchronize()
     if not device.cuda:
         return {"workload": name, "memory": {}}

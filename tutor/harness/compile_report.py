@@ -9,7 +9,8 @@ any workload loads and keeps every message, beside torch's counters.
 from __future__ import annotations
 
 import logging
-import sys
+
+from tutor.harness.memory_facts import dynamo_graphs
 
 MAX_REASONS = 5  # per kind: the first ones name the cause; the rest repeat it
 # torch's log artifact -> what its messages report (graph breaks are read from dynamo's own counter).
@@ -58,13 +59,11 @@ class CompileWatch:
 
     def report(self) -> dict:
         """Counts and first reasons; empty when torch.compile never ran."""
-        if "torch._dynamo" not in sys.modules:
+        graphs = dynamo_graphs()
+        if graphs is None or (not graphs and not self.seen):
             return {}
         from torch._dynamo.utils import counters
 
-        graphs = int(counters["stats"]["unique_graphs"])
-        if not graphs and not self.seen:
-            return {}
         breaks = counters["graph_break"]  # reason -> count
         reasons = {**self.reasons, "graph_breaks": [str(r).splitlines()[0][:300] for r in list(breaks)[:MAX_REASONS]]}
         return {"compiled_graphs": graphs, "graph_breaks": int(sum(breaks.values())),

@@ -78,18 +78,11 @@ def concerns(before: dict, after: dict, our_pids: set[int]) -> list[str]:
         if reasons:
             lines.append(f"the GPU's clocks were held down {when} the timed rounds ({', '.join(reasons)}): "
                          "its figures may not repeat")
-    others = {}
-    for state in (before, after):
-        for app in state.get("compute_processes", []):
-            try:
-                pid = int(app.get("pid", ""))
-            except ValueError:
-                continue
-            if pid not in our_pids:
-                others[pid] = app.get("process_name", "?")
+    listed = {int(app["pid"]): app.get("process_name", "?") for state in (before, after)
+              for app in state.get("compute_processes", []) if app.get("pid", "").isdigit()}
+    others = {pid: name for pid, name in listed.items() if pid not in our_pids}
     # In a container nvidia-smi may show the host's pids, none of them ours: then only a count says it was shared.
-    visible_ours = any(int(a["pid"]) in our_pids for s in (before, after) for a in s.get("compute_processes", [])
-                       if a.get("pid", "").isdigit())
+    visible_ours = bool(listed.keys() & our_pids)
     if others and visible_ours:
         names = ", ".join(f"{name} (pid {pid})" for pid, name in sorted(others.items()))
         lines.append(f"other processes had the GPU open while you were graded: {names} (any work they ran "

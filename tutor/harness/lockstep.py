@@ -27,6 +27,7 @@ from tutor.harness import gpu_environment, processes, wire
 from tutor.harness.checks import compare
 from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
+from tutor.protocol import death_words
 
 _order = random.SystemRandom()
 DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message
@@ -65,8 +66,7 @@ class Side:
         if pid == 0:
             return "stopped answering the harness (its pipe was closed)"
         if os.WIFSIGNALED(status):
-            sig = signal.Signals(os.WTERMSIG(status)).name
-            return "was killed (out of host memory?)" if sig == "SIGKILL" else f"crashed with {sig}"
+            return death_words(signal.Signals(os.WTERMSIG(status)).name)
         return f"exited with code {os.WEXITSTATUS(status)} before it answered"
 
 

@@ -12,7 +12,6 @@ import sys
 import torch
 
 MB = 2**20
-LARGE_BLOCK_MB = 1.0  # activations of a decode step are smaller; weights are larger
 
 
 class CaptureCounter:
@@ -35,21 +34,14 @@ def graph_pool_bytes() -> int:
                if tuple(seg.get("segment_pool_id", (0, 0))) != (0, 0))
 
 
-def graph_pools() -> dict:
-    """How many private pools there are, and the large blocks allocated in them.
+def graph_pool_mb() -> float:
+    return graph_pool_bytes() / MB
 
-    One pool per graph means no graph reuses another's memory; a block the size of a weight
-    is a copy of that weight (cudagraph trees copy the plain tensors a graph reads into its pool).
-    """
-    pools, blocks = set(), []
-    for segment in torch.cuda.memory_snapshot():
-        pool = tuple(segment.get("segment_pool_id", (0, 0)))
-        if pool == (0, 0):
-            continue
-        pools.add(pool)
-        blocks += [b["size"] / MB for b in segment["blocks"]
-                   if b["state"] == "active_allocated" and b["size"] >= LARGE_BLOCK_MB * MB]
-    return {"graph_pools": len(pools), "graph_pool_large_blocks_mb": sorted(blocks, reverse=True)}
+
+def graph_pools() -> int:
+    """How many private pools there are: one per graph means no graph reuses another's memory."""
+    pools = {tuple(seg.get("segment_pool_id", (0, 0))) for seg in torch.cuda.memory_snapshot()}
+    return len(pools - {(0, 0)})
 
 
 def dynamo_graphs() -> int | None:
@@ -67,9 +59,9 @@ def memory_facts(counter: CaptureCounter | None) -> dict:
         "peak_reserved_mb": torch.cuda.max_memory_reserved() / MB,
         "allocated_mb": torch.cuda.memory_allocated() / MB,
         "peak_allocated_mb": torch.cuda.max_memory_allocated() / MB,
-        "graph_pool_mb": graph_pool_bytes() / MB,
+        "graph_pool_mb": graph_pool_mb(),
+        "graph_pools": graph_pools(),
         "graphs_captured": counter.captures if counter else None,
         "compiled_graphs": dynamo_graphs(),
-        **graph_pools(),
     }
     return {k: v for k, v in facts.items() if v is not None}

@@ -28,7 +28,7 @@ from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
 from tutor.harness.guard import Guard, SideWork
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
-from tutor.harness.memory_facts import MB, CaptureCounter, graph_pool_bytes, memory_facts
+from tutor.harness.memory_facts import CaptureCounter, graph_pool_mb, memory_facts
 
 WORKLOAD_API = ("prepare", "forward")
 SPEC_API = ("make_weights", "make_input")
@@ -113,7 +113,7 @@ class Worker:
                 self.forward(name, self.warm[index % len(self.warm)])
         self.device.synchronize()
         if self.candidate and self.device.cuda:  # how the graph pools grow as new shapes are served
-            self.pool_by_round.append(graph_pool_bytes() / MB)
+            self.pool_by_round.append(graph_pool_mb())
         return {}
 
     def calibrate(self) -> dict:
