@@ -84,7 +84,7 @@ def decompose(rows: list[dict]) -> None:
             clocks = [r["clocks"][name] for r in arm if name in r.get("clocks", {})]
             if clocks:
                 line += f"   {clocks[0]['method']}: GPU " + " ".join(f"{statistics.median(c['gpu_ms']):.4f}" for c in clocks)
-                line += "  host " + " ".join(f"{statistics.median(c['host_ms']):.4f}" for c in clocks)
+                line += "  enqueue " + " ".join(f"{statistics.median(c['host_ms']):.4f}" for c in clocks)
             print(line)
 
 

@@ -4,6 +4,8 @@ import time
 
 import pytest
 
+from tutor.harness.gpu_clock import PROBE_CALLS
+
 pytestmark = pytest.mark.gpu
 
 
@@ -24,10 +26,13 @@ def a():
 
 
 def timed(device, name: str, fn, calls: int = 7):
-    device.calibrate(name, fn)
-    samples = {name: [device.time_call_ms(fn, name)[0] for _ in range(calls)]}
-    charged = device.settle(samples)
-    return device._clock.clocks[name], samples[name], charged
+    """`fn` timed as a grade times it: its GPU clock's samples, settled, and which workloads were charged."""
+    device.calibrate(name, [fn] * PROBE_CALLS)
+    for _ in range(calls):
+        device.time_call_ms(fn, name)
+    charged = device.settle()
+    clock = device._clock.clocks[name]
+    return clock, [clock.gpu_call_ms(i) for i in range(calls)], charged
 
 
 def test_a_workload_that_waits_for_the_gpu_is_timed_from_an_idle_gpu(device, a):
@@ -42,8 +47,21 @@ def test_host_work_before_the_launches_is_counted(device, a):
         return a @ a
 
     clock, ms, _ = timed(device, "host_heavy", host_heavy)
-    print("host-heavy:", clock.held, clock.hold_ms, ms)
-    assert clock.held and min(ms) >= 3.0 and max(clock.gpu_ms) < 1.0
+    loop = [device.loop_ms(host_heavy, [host_heavy] * 4, "host_heavy")[0] for _ in range(3)]
+    print("host-heavy:", clock.held, clock.hold_ms, ms, loop)
+    # The call clock (calls back to back) pays the host's 3 ms; the GPU clock, the kernel alone.
+    assert clock.held and min(loop) >= 3.0 and max(ms) < 1.0
+
+
+def test_the_call_clock_of_gpu_bound_calls_is_their_gpu_time(device, a):
+    def matmuls():
+        for _ in range(4):
+            a @ a
+
+    clock, ms, _ = timed(device, "matmuls", matmuls)
+    loop = [device.loop_ms(matmuls, [matmuls] * 6, "matmuls")[0] for _ in range(5)]
+    print("GPU-bound: GPU", ms, "loop", loop)
+    assert abs(sorted(loop)[2] / sorted(ms)[3] - 1) < 0.1
 
 
 def test_work_on_a_side_stream_cannot_hide_in_the_hold(device, a):
@@ -60,3 +78,6 @@ def test_work_on_a_side_stream_cannot_hide_in_the_hold(device, a):
     print("side stream:", clock.held, clock.gpu_ms[:3], clock.after_ms[:3], ms[:3], charged)
     assert clock.held and charged == ["side"]
     assert min(ms) > 0.5 and max(clock.gpu_ms) < 0.05  # ~1.4 ms of matmuls, charged; the events saw none
+    loop = [device.loop_ms(cheat, [cheat] * 4, "side")[0] for _ in range(3)]
+    print("side stream, back to back:", loop)
+    assert min(loop) > 0.5  # the call clock waits for the whole device: nothing to charge, nothing missed

@@ -31,9 +31,12 @@ def on_both_clocks(**lows: float) -> dict[str, dict[str, Estimate]]:
 @pytest.mark.parametrize("lows, tier", [
     ({"baseline": 2.0, "bf16_eager": 0.3, "bf16_graph": 0.2}, ""),
     ({"baseline": 4.0, "bf16_eager": 0.9, "bf16_graph": 0.5}, "bronze"),
-    ({"baseline": 6.0, "bf16_eager": 1.2, "bf16_graph": 0.6}, "silver"),
-    # bf16 in a CUDA graph: 2x bf16 eager, but not faster than itself, so not gold.
-    ({"baseline": 8.6, "bf16_eager": 2.0, "bf16_graph": 1.0}, "silver"),
+    # Faster than bf16 eager a call, but its kernels are slower than bf16's: silver compares kernels.
+    ({"baseline": 6.0, "bf16_eager": 1.2, "bf16_graph": 0.6}, "bronze"),
+    # bf16 in a CUDA graph: 2x bf16 eager, but not faster than itself.
+    ({"baseline": 8.6, "bf16_eager": 2.0, "bf16_graph": 0.97}, "bronze"),
+    # fp8 kernels faster than bf16's, behind a host slower than bf16 eager's (a compile without a graph).
+    ({"baseline": 6.0, "bf16_eager": 0.9, "bf16_graph": 1.3}, "silver"),
     ({"baseline": 14.0, "bf16_eager": 3.3, "bf16_graph": 1.4}, "silver"),  # gold needs 1.5x bf16's graph
     ({"baseline": 14.0, "bf16_eager": 3.3, "bf16_graph": 1.6}, "gold"),
 ])
@@ -56,10 +59,11 @@ def test_host_jitter_between_two_host_bound_graphs_does_not_cost_the_tier():
 
 
 def test_a_gpu_clock_tier_is_not_met_by_moving_the_work_onto_the_host():
-    # GPU time nearly nil, because the host computed the answer: its calls are 5x slower than bf16's graph.
+    # GPU time nearly nil, because the host computed the answer: its calls are 5x slower than bf16's
+    # graph, so neither tier on the GPU clock (silver, gold) counts.
     speedups = {"call": bounds(baseline=3.1, bf16_eager=1.1, bf16_graph=0.2),
                 "gpu": bounds(baseline=300.0, bf16_eager=30.0, bf16_graph=30.0)}
-    assert tier_reached(get_puzzle("puzzle1"), speedups) == "silver"
+    assert tier_reached(get_puzzle("puzzle1"), speedups) == "bronze"
 
 
 def memory_result(mine_mb: float, bf16_mb: float = 256.0, growth_mb: float = 0.0) -> dict:

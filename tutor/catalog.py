@@ -28,7 +28,7 @@ class Hardware:
 
 
 CLOCKS = {
-    "call": "a call's time, host and GPU (held GPU: the larger of its GPU time and the host's enqueue)",
+    "call": "a call's time in a serving loop, host and GPU: calls back to back until the device drains",
     "gpu": "the GPU's time alone, the host's launches kept out of it (CUDA puzzles)",
 }
 

@@ -64,8 +64,8 @@ class QuickCheck:
 
 
 def _first_wrong(c: Criterion) -> str:
-    """The first input or timed round that failed: check_correctness ends a good one with ', ok'."""
-    return next((d for d in c.details if not d.endswith(", ok") and not d.startswith("timed rounds: all")), "")
+    """The first input or timed call that failed: check_correctness ends a good one with ', ok'."""
+    return next((d for d in c.details if not d.endswith(", ok") and not d.startswith("timed calls: all")), "")
 
 
 def quick_rounds(puzzle: Puzzle) -> int:

@@ -94,16 +94,17 @@ class Device:
             return contextlib.nullcontext()
         return torch.cuda.nvtx.range(f"infprof.{name}")
 
-    def calibrate(self, name: str, fn) -> None:
-        """Decide how `name` is timed from one of its calls (`fn`): held, or from an idle GPU."""
+    def calibrate(self, name: str, calls: list) -> None:
+        """Decide how `name` is timed from a few of its calls: held, or from an idle GPU."""
         if self._clock:
-            self._clock.calibrate(name, fn)
+            self._clock.calibrate(name, calls)
 
     def time_call_ms(self, fn, name: str = "call") -> tuple[float, object]:
         """One timed call from a cold L2 and an idle GPU: its milliseconds and its output.
 
-        On CUDA, how depends on `calibrate` (tutor.harness.gpu_clock); a name never calibrated
-        is timed from an idle GPU with CUDA events, launch latency included.
+        On CPU that is the call clock. On CUDA it is the GPU clock, the kernels' own time, timed as
+        `calibrate` decided (tutor.harness.gpu_clock); a name never calibrated is timed from an idle
+        GPU with CUDA events, launch latency included.
         """
         if not self.cuda:
             start = _clock_ns()
@@ -113,13 +114,17 @@ class Device:
         torch.cuda.synchronize()
         return self._clock.time_call_ms(fn, name)
 
+    def loop_ms(self, warm, calls: list, name: str) -> tuple[float, object]:
+        """CUDA's call clock: `calls` back to back after `warm`, per call until the device drains; the last output."""
+        return self._clock.loop_ms(warm, calls, self._flush.zero_, name)
+
     def wait_quiet(self, limit_s: float) -> float | None:
         """Before a comparator is timed: wait out GPU work another process left running (ms waited; None: it never stopped)."""
         return self._clock.wait_quiet(limit_s) if self._clock else 0.0
 
-    def settle(self, samples_ms: dict[str, list[float]]) -> list[str]:
+    def settle(self) -> list[str]:
         """Charge in full the GPU work each workload's events missed; returns the workloads charged."""
-        return gpu_clock.settle(self._clock.clocks, samples_ms) if self._clock else []
+        return gpu_clock.settle(self._clock.clocks) if self._clock else []
 
     def gpu_samples_ms(self) -> dict[str, list[float]]:
         """Per workload, each timed call's GPU time alone (after `settle`); empty on CPU."""

@@ -1,17 +1,19 @@
-"""How one call on the GPU is timed, and which of its clocks a workload is charged.
+"""How calls on the GPU are timed: two clocks for each workload, from two kinds of run.
 
-Each workload is timed one of two ways, chosen after warm-up:
-- held: the whole GPU is held (tutor.harness.hold) while the host enqueues the call. CUDA events
-  then time the GPU's work alone and the host clock times the enqueue; the call costs the larger
-  of the two, what it costs in a serving loop that keeps the GPU fed. On the shared H100 hosts
-  the host's launch gaps are the noisiest part of a call timed from an idle GPU (IQR 10-50% of
-  the median, against 0.5-1% for the GPU's own time: benchmarks/timing_noise.py); held, they are
-  out of the GPU's time and count only where the host, not the GPU, is the bottleneck.
-- idle: from an idle GPU, events around the call, for a workload that waits for the GPU inside
-  forward() (a .item(), a copy to the host): held, its host would wait out the hold too.
-Either way the device must be idle when the timed stream's end event is: work the events missed
-(a side stream never joined back, a thread's launches) is charged in full, decided per workload
-on medians so that sync jitter in single samples cannot flip it.
+- the call clock, what a call costs in a serving loop: a few calls back to back on fresh inputs,
+  the GPU idle and the L2 cold before the first, timed on the host until every stream of the device
+  is drained, per call. One untimed call just before warms the host: a worker that has just waited
+  on its pipe runs its first call 2-6x slower than a loop does (cold caches, a core at low clock;
+  benchmarks/hold_effect.py on the H100). Work on any stream is in it, whatever the events see.
+- the GPU clock, the kernels' own time: one call timed with CUDA events, one of two ways chosen
+  after warm-up. Held: the whole GPU is held (tutor.harness.hold) while the host enqueues the call,
+  so the events time the GPU's work alone; on the shared H100 hosts the host's launch gaps are the
+  noisiest part of a call timed from an idle GPU (IQR 10-50% of the median, against 0.5-1% for the
+  GPU's own time: benchmarks/timing_noise.py). Idle: from an idle GPU, for a workload that waits
+  for the GPU inside forward() (a .item(), a copy to the host): held, its host would wait out the
+  hold too. Either way the device must be idle when the timed stream's end event is: work the
+  events missed (a side stream never joined back, a thread's launches) is charged in full, decided
+  per workload on medians so that sync jitter in single samples cannot flip it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ ESCAPE_FRACTION = 0.25
 # (a graph replay's enqueue took 146 µs under a 2 ms hold and 215-266 µs under 20 ms).
 PROBE_HOLD_MS = 5.0
 WAITS_FRACTION = 0.8
-PROBE_CALLS = 5
+PROBE_CALLS = 7
 # A held call's hold: three times the host's median enqueue, plus a margin for its first launch.
 HOLD_FACTOR, HOLD_MARGIN_MS = 3.0, 0.2
 # The GPU is quiet when this many round trips in a row (an empty kernel, then a sync) are about
@@ -54,33 +56,31 @@ class WorkloadClock:
 
     held: bool
     hold_ms: float = 0.0
-    gpu_ms: list[float] = field(default_factory=list)  # CUDA events around the call
-    host_ms: list[float] = field(default_factory=list)  # the host, from the call until it returned
+    gpu_ms: list[float] = field(default_factory=list)  # CUDA events around the GPU clock's call
+    host_ms: list[float] = field(default_factory=list)  # the host, from that call until it returned
     after_ms: list[float] = field(default_factory=list)  # the device still busy after the end event
+    loop_ms: list[float] = field(default_factory=list)  # the call clock: per call, back to back
     charged: bool = False  # the events missed work: `after_ms` counts
 
     def gpu_call_ms(self, i: int) -> float:
         """The GPU's time for call i: what the events saw, and what ran after them if that is charged."""
         return self.gpu_ms[i] + (self.after_ms[i] if self.charged else 0.0)
 
-    def call_ms(self, i: int) -> float:
-        return max(self.gpu_call_ms(i), self.host_ms[i]) if self.held else self.gpu_call_ms(i)
-
     def summary(self) -> dict:
         return {"method": "held" if self.held else "idle", "hold_ms": self.hold_ms, "charged": self.charged,
-                "gpu_ms": list(self.gpu_ms), "host_ms": list(self.host_ms), "after_ms": list(self.after_ms)}
+                "gpu_ms": list(self.gpu_ms), "host_ms": list(self.host_ms), "after_ms": list(self.after_ms),
+                "loop_ms": list(self.loop_ms)}
 
 
-def settle(clocks: dict[str, WorkloadClock], samples_ms: dict[str, list[float]]) -> list[str]:
+def settle(clocks: dict[str, WorkloadClock]) -> list[str]:
     """Charge the device time after the end event to workloads whose events missed work; return their names."""
     charged = []
     for name, clock in clocks.items():
-        if name not in samples_ms or not clock.after_ms:
+        if not clock.after_ms:
             continue
         missed = statistics.median(clock.after_ms)
-        if missed > max(ESCAPE_MIN_MS, ESCAPE_FRACTION * statistics.median(samples_ms[name])):
+        if missed > max(ESCAPE_MIN_MS, ESCAPE_FRACTION * statistics.median(clock.gpu_ms)):
             clock.charged = True
-            samples_ms[name] = [clock.call_ms(i) for i in range(len(clock.gpu_ms))]
             charged.append(name)
     return charged
 
@@ -93,6 +93,7 @@ class GpuClock:
         self.clocks: dict[str, WorkloadClock] = {}
         self._idle_sync_ms = self._held_sync_ms = 0.0
         self._idle_sync_ms = self._empty_call_ms(held=False)
+        self._drain_ms = sorted(self._round_trip_ms(sleep=False) for _ in range(31))[15]
         if hold:
             self._held_sync_ms = self._empty_call_ms(held=True)
         idle_trip_ms = sorted(self._round_trip_ms() for _ in range(31))[15]
@@ -109,32 +110,54 @@ class GpuClock:
         return (_clock_ns() - start) / 1e6
 
     @staticmethod
-    def _round_trip_ms() -> float:
+    def _round_trip_ms(sleep: bool = True) -> float:
         start = _clock_ns()
-        torch.cuda._sleep(1)
+        if sleep:
+            torch.cuda._sleep(1)
         _device_sync()
         return (_clock_ns() - start) / 1e6
 
-    def calibrate(self, name: str, fn) -> WorkloadClock:
-        """Hold or not, and for how long: from `fn`'s host enqueue while the GPU is held."""
+    def calibrate(self, name: str, calls: list) -> WorkloadClock:
+        """Hold or not, and for how long: from the host's enqueue of `calls` (on fresh inputs) while the GPU is held.
+
+        Fresh inputs, as the timed calls get: whether a call waits for the GPU may depend on its
+        input (cudagraph trees may sync when a new batch size takes them to another branch).
+        """
         if self._hold is None:
             clock = WorkloadClock(held=False)
         else:
-            enqueue_ms = statistics.median(self._run(fn, held=True, hold_ms=PROBE_HOLD_MS)[2]
-                                           for _ in range(PROBE_CALLS))
+            enqueue_ms = statistics.median(self._run(call, held=True, hold_ms=PROBE_HOLD_MS)[2] for call in calls)
             waits = enqueue_ms >= WAITS_FRACTION * PROBE_HOLD_MS
             clock = WorkloadClock(held=not waits, hold_ms=0.0 if waits else HOLD_FACTOR * enqueue_ms + HOLD_MARGIN_MS)
         self.clocks[name] = clock
         return clock
 
     def time_call_ms(self, fn, name: str) -> tuple[float, object]:
-        """One timed call, the GPU idle before it: the call's cost so far (before `settle`) and its output."""
-        clock = self.clocks.get(name) or self.clocks.setdefault(name, WorkloadClock(held=False))
+        """The GPU clock's call, the GPU idle before it: its GPU time so far (before `settle`) and its output."""
+        clock = self._clock(name)
         out, gpu_ms, host_ms, after_ms = self._run(fn, clock.held, clock.hold_ms)
         clock.gpu_ms.append(gpu_ms)
         clock.host_ms.append(host_ms)
         clock.after_ms.append(after_ms)
-        return clock.call_ms(len(clock.gpu_ms) - 1), out
+        return clock.gpu_call_ms(len(clock.gpu_ms) - 1), out
+
+    def loop_ms(self, warm, calls: list, flush, name: str) -> tuple[float, object]:
+        """The call clock: `warm`, then `calls` back to back from an idle GPU and a cold L2, until the
+        whole device drains; milliseconds per call, and the last call's output."""
+        warm()
+        flush()
+        _device_sync()
+        start = _clock_ns()
+        for call in calls:
+            out = call()
+        _device_sync()
+        ms = max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms) / len(calls)
+        self._clock(name).loop_ms.append(ms)
+        return ms, out
+
+    def _clock(self, name: str) -> WorkloadClock:
+        """`name`'s clock; one never calibrated is timed from an idle GPU."""
+        return self.clocks.get(name) or self.clocks.setdefault(name, WorkloadClock(held=False))
 
     def _run(self, fn, held: bool, hold_ms: float) -> tuple[object, float, float, float]:
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)

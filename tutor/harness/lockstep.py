@@ -30,6 +30,7 @@ from tutor.harness.loading import HarnessFailure
 from tutor.protocol import death_words
 
 _order = random.SystemRandom()
+LOOP_CALLS = (4, 8)  # how many calls back to back make one sample of the call clock: drawn each round
 DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message
 WHO = {"ruler": "the puzzle's workloads", "candidate": "your workload"}  # in the learner's words
 
@@ -152,20 +153,21 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side, learner: Candid
     for r in range(rounds):
         order = names[:]
         _order.shuffle(order)
-        # A fresh input every round, drawn now: no output can be memoised per input.
-        seed = secrets.randbelow(2**62)
-        mine = ref = None
+        # Fresh inputs every round, drawn now: no output can be memoised per input. On CUDA all but
+        # the last feed the call clock's loop, as many as drawn here (tutor.harness.worker.Worker.time).
+        seeds = [secrets.randbelow(2**62) for _ in range(_order.randint(*LOOP_CALLS) + 1)]
+        mine, ref = [], {}
         for name in order:
-            reply = sides[name].ask("time", name=name, seed=seed, keep=name in (candidate, oracle))
+            reply = sides[name].ask("time", name=name, seeds=seeds, keep=name in (candidate, oracle))
             if reply["waited_ms"] < 0:
                 stalled.append(name)
             if name == candidate:
-                mine = reply["out"]
+                mine = reply["checked"]
             elif name == oracle:
-                ref = reply["out"]
-        if ref is None:  # the oracle is not timed: the ruler runs it on the same input
-            ref = ruler.ask("run", name=oracle, seed=seed)["out"]
-        timed_checks.append(compare(mine, ref))
+                ref = dict(reply["checked"])
+        for seed, out in mine:  # an oracle not timed: the ruler runs it on the same input
+            expected = ref[seed] if seed in ref else ruler.ask("run", name=oracle, seed=seed)["out"]
+            timed_checks.append(compare(out, expected))
         sink.progress("timing", r + 1, rounds)
 
     after = gpu_environment.snapshot() if request["device"] == "cuda" else {}

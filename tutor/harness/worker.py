@@ -26,6 +26,7 @@ from tutor.harness import wire
 from tutor.harness.checks import own_copy
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
+from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.harness.guard import Guard, SideWork
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
 from tutor.harness.memory_facts import CaptureCounter, graph_pool_mb, memory_facts
@@ -118,8 +119,9 @@ class Worker:
 
     def calibrate(self) -> dict:
         """Held or from an idle GPU: each workload's host, seen while the GPU is held. Then the checks begin."""
-        for name in self.names:
-            self.device.calibrate(name, lambda name=name: self.forward(name, own_copy(self.warm[0])))
+        for name in self.names if self.device.cuda else []:
+            inputs = [self._input(secrets.randbelow(2**62)) for _ in range(PROBE_CALLS)]
+            self.device.calibrate(name, [lambda x=x, name=name: self.forward(name, x) for x in inputs])
         self.side = SideWork()
         return {}
 
@@ -130,22 +132,40 @@ class Worker:
         self._verify()
         return {"out": out}
 
-    def time(self, name: str, seed: int, keep: bool) -> dict:
-        """One timed call on the input `seed` makes (made outside the timer); its output if `keep`."""
-        x = self._input(seed)
+    def time(self, name: str, seeds: list[int], keep: bool) -> dict:
+        """One round of `name` on the inputs `seeds` make (made outside the timers).
+
+        On CUDA: the call clock's loop on all but the last, then the GPU clock's call on the last.
+        On CPU: one call on the last, the call clock. With `keep`, each checked output by its seed:
+        the loop's last (the number of calls changes each round, so no call can tell it is the one
+        checked) and the single call's.
+        """
+        loop = [self._input(seed) for seed in seeds[:-1]] if self.device.cuda else []
+        x = self._input(seeds[-1])
         waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
-        ms, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
-        self.samples[name].append(ms)
-        reply = {"ms": ms, "waited_ms": waited if waited is not None else -1.0}
+        checked = []
+        if loop:
+            other = self._input(secrets.randbelow(2**62))  # the warm call's: nothing it leaves answers the loop's
+            ms, out = self.device.loop_ms(lambda: self.forward(name, other),
+                                          [lambda x=x: self.forward(name, x) for x in loop], name)
+            self.samples[name].append(ms)
+            if keep:
+                checked.append([seeds[-2], wire.portable(out)])
+            del out
+            self._verify()
+        single_ms, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
+        if not loop:
+            ms = single_ms
+            self.samples[name].append(ms)
         if keep:
-            reply["out"] = wire.portable(out)
+            checked.append([seeds[-1], wire.portable(out)])
         del out
         self._verify()
-        return reply
+        return {"ms": ms, "waited_ms": waited if waited is not None else -1.0, "checked": checked}
 
     def finish(self) -> dict:
         """Every sample, settled; memory; for the candidate what fair play saw, for the ruler the puzzle's facts."""
-        charged = self.device.settle(self.samples)
+        charged = self.device.settle()
         result = {"samples_ms": self.samples, "host_timed": charged,
                   "gpu_samples_ms": {n: ms for n, ms in self.device.gpu_samples_ms().items() if n in self.samples},
                   "clocks": self.device.clocks(), "timing_note": self.device.timing_note,
