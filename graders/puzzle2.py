@@ -10,7 +10,7 @@ rule names each fault it measures, whichever framework captured the graphs:
   marked free between replays, so the copies show in the pool's size, not as blocks of a weight's size;
 - a pool per graph: no graph reuses another's memory, so memory grows with every size served;
 - pool memory that grows as new batch sizes are served (graphs captured lazily, per size).
-Measured on the H100: docs/notes/puzzle2-measurements.md and challenges/puzzle2/MEASUREMENTS.md.
+Measured on the H100: challenges/puzzle2/EXPLORATION.md and challenges/puzzle2/MEASUREMENTS.md.
 """
 
 from __future__ import annotations

@@ -166,3 +166,18 @@ def test_an_oracle_that_is_not_timed_is_only_checked_against(make_request, tmp_p
     result = run(request, tmp_path)[0].result
     assert set(result["samples_ms"]) == {"mine"} and len(result["samples_ms"]["mine"]) == 3
     assert [c["rel_l2"] for c in result["checks"] + result["timed_checks"]] == [0.0] * 5
+
+
+def test_a_harness_bug_is_named_as_one(make_request, tmp_path):
+    # A request the tutor would never send: the harness trips over it, and says the fault is its own.
+    request = make_request(mine="""
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return x.clone()
+    """)
+    del request["timing"]["rounds"]
+    with pytest.raises(RunFailed) as info:
+        run_harness(request, tmp_path / "run", 120)
+    print(info.value.kind, info.value.message)
+    assert info.value.kind == "harness_bug" and info.value.message.startswith("the harness itself failed: KeyError")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tutor.metrics import ProfileMetrics, describe
-from tutor.profilers.torch_trace import LAUNCH_APIS, extract, kernel_category
+from tutor.profilers.gpu_timeline import LAUNCH_APIS, kernel_category
+from tutor.profilers.torch_trace import extract
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

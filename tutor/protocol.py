@@ -24,6 +24,7 @@ STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", 
 # What went wrong inside the harness, in the learner's terms.
 ERROR_KINDS = {
     "bad_request": "the tutor sent a request the harness cannot read",
+    "harness_bug": "the harness itself failed",
     "no_gpu": "this puzzle needs a CUDA GPU and none is visible",
     "missing_package": "a package the workload imports is not installed",
     "import_error": "a workload file failed to load",

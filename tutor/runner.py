@@ -41,6 +41,7 @@ ADVICE = {
     "timeout": "It ran past the time limit: look for an endless loop, a deadlock, or a far too slow path.",
     "crashed": "The workload process died (segfault, illegal memory access or killed): the output tail shows the last words.",
     "bad_request": "This looks like a bug in infprof-tutor; please report it with the output tail.",
+    "harness_bug": "This looks like a bug in infprof-tutor; please report it with the output tail.",
 }
 
 

@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
     except Exception as e:  # a harness bug: still report it through the protocol
         tb = traceback.format_exc()
         print(tb, file=sys.stderr)
-        sink.emit("error", kind="bad_request", message=f"{type(e).__name__}: {e}", where="harness", traceback=tb[-4000:])
+        sink.emit("error", kind="harness_bug", message=f"{type(e).__name__}: {e}", where="harness", traceback=tb[-4000:])
         return 4
 
 

@@ -248,7 +248,7 @@ def serve(conn: Connection, request: dict, names: list[str], candidate: str | No
         except Exception as e:  # a harness bug: still reported
             tb = traceback.format_exc()
             print(tb, file=sys.stderr)
-            wire.send(conn, {"error": {"kind": "bad_request", "message": f"{type(e).__name__}: {e}",
+            wire.send(conn, {"error": {"kind": "harness_bug", "message": f"{type(e).__name__}: {e}",
                                        "where": "harness", "tb": tb[-4000:]}})
             return
         wire.send(conn, reply)

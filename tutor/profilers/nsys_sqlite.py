@@ -1,7 +1,7 @@
 """Read an Nsight Systems SQLite export (`nsys export --type sqlite`) into the shared metrics model.
 
 The metric names and their meaning are the PyTorch-trace extractor's: its own code
-computes them (torch_trace._gpu_metrics), only the reading differs. The window is the
+computes them (gpu_timeline.gpu_metrics), only the reading differs. The window is the
 NVTX ranges named `nvtx_range`, one per forward(), so iterations = matching ranges; GPU
 work counts when the CUDA API call that launched it, joined by process and
 correlationId, started inside one. With no matching range the whole capture is the
@@ -31,8 +31,8 @@ import pandas as pd
 
 from tutor.errors import TutorError
 from tutor.metrics import ProfileMetrics
-from tutor.profilers.torch_trace import (
-    _API_SUFFIX, EVENT_CATEGORY, SYNC_APIS, _gpu_metrics, _iteration_of, kernel_category, kernel_table)
+from tutor.profilers.gpu_timeline import (API_SUFFIX, EVENT_CATEGORY, SYNC_APIS, gpu_metrics, iteration_of,
+                                          kernel_category, kernel_table)
 
 ITER_RANGE = "infprof.iter"  # the range Device.range("iter") opens around one profiled forward()
 # Metric names this backend adds to tutor.metrics.METRIC_DOCS.
@@ -70,13 +70,13 @@ def extract(sqlite_path: Path, nvtx_range: str | None = ITER_RANGE) -> ProfileMe
         if -1 not in pids:  # a compile worker's calls in the same instants are not the workload's
             runtime, overhead = runtime[runtime["pid"].isin(pids)], overhead[overhead["pid"].isin(pids)]
     iterations = len(starts)
-    runtime = runtime.assign(iteration=_iteration_of(runtime["ts"], starts, ends))
+    runtime = runtime.assign(iteration=iteration_of(runtime["ts"], starts, ends))
     gpu = _launched_in_window(gpu, runtime)
 
     values = {"iterations": float(iterations), "window.whole_capture": float(whole)}
     if not whole:
         values["cpu.time_per_iter_us"] = float(np.median(ends - starts))
-    values.update(_gpu_metrics(gpu, runtime, overhead, starts, ends))
+    values.update(gpu_metrics(gpu, runtime, overhead, starts, ends))
     # Syncs by API name, as torch_trace counts them, plus any call CUPTI recorded a synchronisation for.
     in_window = runtime[runtime["iteration"] >= 0]
     calls = pd.MultiIndex.from_frame(in_window[["pid", "correlation"]])
@@ -163,7 +163,7 @@ def _runtime_calls(export: _Export) -> pd.DataFrame:
     calls = export.read("CUPTI_ACTIVITY_KIND_RUNTIME", ("correlationId", "eventClass"), ("nameId",), "globalTid")
     calls = _timed(calls[calls["eventClass"] != _BACKTRACE_CLASS])
     names = calls["nameId_text"].fillna("").astype(str)
-    return pd.DataFrame({"api": names.map({n: _API_SUFFIX.sub("", n) for n in names.unique()}),
+    return pd.DataFrame({"api": names.map({n: API_SUFFIX.sub("", n) for n in names.unique()}),
                          "ts": calls["ts"], "dur": calls["dur"],
                          "correlation": calls["correlationId"].astype(float), "pid": calls["pid"].astype("int64")})
 

@@ -15,7 +15,6 @@ then everything is vectorised pandas: a 1M-event trace takes about 2.5 s on a
 from __future__ import annotations
 
 import gzip
-import re
 from pathlib import Path
 
 import msgspec
@@ -24,38 +23,11 @@ import pandas as pd
 
 from tutor.harness.torch_profile import ITER_RANGE
 from tutor.metrics import ProfileMetrics
+from tutor.profilers.gpu_timeline import (API_SUFFIX, EVENT_CATEGORY, gpu_metrics, iteration_of, kernel_category,
+                                          kernel_table)
 
 GPU_EVENT_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCHER_CATS = ("cuda_runtime", "cuda_driver")
-LAUNCH_APIS = frozenset({"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
-                         "cudaGraphLaunch"})
-GRAPH_APIS = frozenset({"cudaGraphLaunch", "cuGraphLaunch"})
-# Calls that make the host wait for the device. cudaMemcpy (not ...Async) waits
-# for the copy; cudaStreamWaitEvent only makes one stream wait for another.
-SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-                       "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"})
-
-# Kernel name -> category: first match wins, tested against the lower-cased
-# short name (template arguments dropped: a flash-attention kernel names
-# cutlass types in them). Triton's generated-kernel prefixes come first since
-# they say what the kernel does; nccl before "reduce" (AllReduce is comm).
-KERNEL_CATEGORIES: tuple[tuple[str, re.Pattern], ...] = tuple(
-    (category, re.compile(pattern)) for category, pattern in (
-        ("gemm", r"^triton_tem_"),
-        ("reduction", r"^triton_(red|per)_"),
-        ("triton", r"^triton_"),
-        ("attention", r"flash|fmha|attention"),
-        ("comm", r"nccl"),
-        ("gemm", r"gemm|gemv|cutlass|xmma|nvjet|cublas|matmul"),
-        ("reduction", r"reduce|softmax|norm"),
-        ("copy", r"copy|catarray|transpose|memcpy\d"),
-        # multi_tensor_apply: foreach ops (_foreach_copy_ is how cudagraph trees refill static inputs)
-        ("elementwise", r"elementwise|vectorized|unrolled|fill|multi_tensor_apply"),
-    ))
-EVENT_CATEGORY = {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}
-
-_API_SUFFIX = re.compile(r"(_v\d+)?(_ptsz|_ptds)?$")  # cudaGraphLaunch_v10000, cudaMemcpyAsync_ptsz
-_MAX_NAME = 80
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -115,7 +87,7 @@ def extract(trace_path: Path, memory: dict | None = None) -> ProfileMetrics:
         runtime = _runtime_calls(events, starts, ends)
         gpu = _gpu_work(events, runtime)
         overhead = _of_cat(events, "overhead")
-        values.update(_gpu_metrics(gpu, runtime, overhead, starts, ends))
+        values.update(gpu_metrics(gpu, runtime, overhead, starts, ends))
         kernels = kernel_table(gpu)
     for key, metric in MEMORY_METRICS.items():
         if memory and memory.get(key) is not None:
@@ -182,22 +154,14 @@ def _iter_ranges(events: pd.DataFrame, path: Path) -> tuple[np.ndarray, np.ndarr
     return starts, starts + ranges["dur"].to_numpy(float)
 
 
-def _iteration_of(ts: pd.Series | np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of the iter range each timestamp falls in, -1 outside all of them (ranges never overlap)."""
-    ts = np.asarray(ts, dtype=float)
-    idx = np.searchsorted(starts, ts, side="right") - 1
-    inside = (idx >= 0) & (ts <= ends[np.clip(idx, 0, None)])
-    return np.where(inside, idx, -1)
-
-
 def _cpu_metrics(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> dict[str, float]:
     iterations = len(starts)
     ops = _of_cat(events, "cpu_op")
     ops = ops[ops["name"].isin([n for n in ops["name"].unique() if str(n).startswith("aten::")])]
-    ops = ops[_iteration_of(ops["ts"], starts, ends) >= 0]
+    ops = ops[iteration_of(ops["ts"], starts, ends) >= 0]
     allocs = _of_cat(events, "cpu_instant_event")
     allocs = allocs[allocs["name"] == "[memory]"]
-    allocs = allocs[_iteration_of(allocs["ts"], starts, ends) >= 0]
+    allocs = allocs[iteration_of(allocs["ts"], starts, ends) >= 0]
     return {
         "cpu.time_per_iter_us": float(np.median(ends - starts)),
         # Only calls made by the workload itself: an aten op that another aten op
@@ -222,8 +186,8 @@ def _top_level(ops: pd.DataFrame) -> np.ndarray:
 
 def _runtime_calls(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> pd.DataFrame:
     calls = _of_cat(events, *LAUNCHER_CATS)
-    calls = calls.assign(api=calls["name"].map({n: _API_SUFFIX.sub("", n) for n in calls["name"].unique()}),
-                         iteration=_iteration_of(calls["ts"], starts, ends))
+    calls = calls.assign(api=calls["name"].map({n: API_SUFFIX.sub("", n) for n in calls["name"].unique()}),
+                         iteration=iteration_of(calls["ts"], starts, ends))
     return calls[["api", "ts", "dur", "correlation", "iteration"]]
 
 
@@ -240,100 +204,3 @@ def _gpu_work(events: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
     return work.assign(category=work["cat"].map(EVENT_CATEGORY).fillna(work["name"].map(categories)))
 
 
-def _gpu_metrics(gpu: pd.DataFrame, runtime: pd.DataFrame, overhead: pd.DataFrame,
-                 starts: np.ndarray, ends: np.ndarray) -> dict[str, float]:
-    iterations = len(starts)
-    kernels = gpu[gpu["cat"] == "kernel"]
-    in_window = runtime[runtime["iteration"] >= 0]
-    span_start = starts[0]
-    span_end = max(ends[-1], float((gpu["ts"] + gpu["dur"]).max()) if len(gpu) else ends[-1])
-    gpu_starts, gpu_ends = gpu["ts"].to_numpy(float), (gpu["ts"] + gpu["dur"]).to_numpy(float)
-    busy = _union_length(gpu_starts, gpu_ends, span_start, span_end)
-    # The profiler's own stalls (CUPTI "Activity Buffer Request", ~3 ms on the H100
-    # at the first iteration) are not the workload's idle time: leave them out of the span.
-    stalled = _union_length(np.concatenate([gpu_starts, overhead["ts"].to_numpy(float)]),
-                            np.concatenate([gpu_ends, (overhead["ts"] + overhead["dur"]).to_numpy(float)]),
-                            span_start, span_end) - busy
-    span = span_end - span_start - stalled
-
-    values = {
-        "kernels.per_iter": len(kernels) / iterations,
-        "gpu.time_per_iter_us": float(kernels["dur"].sum()) / iterations,
-        "gpu.busy_fraction": busy / span if span > 0 else 0.0,
-        "gpu.idle_us_per_iter": (span - busy) / iterations,
-        "launch.api_us_per_iter": float(in_window.loc[in_window["api"].isin(LAUNCH_APIS), "dur"].sum()) / iterations,
-        "sync.calls_per_iter": float(in_window["api"].isin(SYNC_APIS).sum()) / iterations,
-        "graphs.replays_per_iter": float(in_window["api"].isin(GRAPH_APIS).sum()) / iterations,
-    }
-    if len(kernels):
-        # First kernel per launch call: a graph launch's later kernels wait for the earlier ones.
-        first = kernels.groupby("correlation")[["ts", "launch_ts"]].min()
-        values["launch.latency_us_median"] = float((first["ts"] - first["launch_ts"]).median())
-
-    total_us = float(gpu["dur"].sum())
-    per_category = gpu.groupby("category")["dur"].sum()
-    for category, us in per_category.items():
-        values[f"kernels.category.{category}.share"] = float(us) / total_us if total_us > 0 else 0.0
-        values[f"kernels.category.{category}.us_per_iter"] = float(us) / iterations
-
-    copies = gpu[gpu["cat"] == "gpu_memcpy"]
-    h2d = copies[copies["name"].str.contains("HtoD", regex=False)]
-    d2h = copies[copies["name"].str.contains("DtoH", regex=False)]
-    values["memcpy.h2d_bytes_per_iter"] = float(h2d["bytes"].sum()) / iterations
-    values["memcpy.d2h_bytes_per_iter"] = float(d2h["bytes"].sum()) / iterations
-    h2d_us = float(h2d["dur"].sum())
-    if h2d_us > 0:
-        values["memcpy.h2d_gbps"] = float(h2d["bytes"].sum()) / h2d_us / 1e3  # bytes/us -> GB/s
-    values["memcpy.pageable_per_iter"] = float(copies["name"].str.contains("Pageable", regex=False).sum()) / iterations
-    return {name: float(value) for name, value in values.items()}
-
-
-def _union_length(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
-    """Time within [lo, hi] covered by at least one interval (overlapping streams count once)."""
-    if len(starts) == 0:
-        return 0.0
-    order = np.argsort(starts, kind="stable")
-    starts, ends = np.clip(starts[order], lo, hi), np.clip(ends[order], lo, hi)
-    reach = np.maximum.accumulate(ends)
-    # An interval opens a new busy stretch when it starts after everything before it ended.
-    opens = np.empty(len(starts), dtype=bool)
-    opens[0] = True
-    opens[1:] = starts[1:] > reach[:-1]
-    first = np.flatnonzero(opens)
-    return float((np.maximum.reduceat(reach, first) - starts[first]).sum())
-
-
-def kernel_table(gpu: pd.DataFrame) -> list[dict]:
-    """One row per kernel (and memcpy/memset) name, longest total time first."""
-    if gpu.empty:
-        return []
-    table = (gpu.groupby("name", sort=False)
-             .agg(category=("category", "first"), cat=("cat", "first"), count=("dur", "size"),
-                  total_us=("dur", "sum"), mean_us=("dur", "mean"))
-             .reset_index().rename(columns={"name": "full_name"}))
-    total = table["total_us"].sum()
-    table["share"] = table["total_us"] / total if total > 0 else 0.0
-    table["name"] = [display_name(n) if c == "kernel" else n for n, c in zip(table["full_name"], table["cat"])]
-    table = table.sort_values(["total_us", "full_name"], ascending=[False, True], kind="stable")
-    table["count"] = table["count"].astype(int)
-    columns = ["name", "category", "count", "total_us", "mean_us", "share", "full_name"]
-    return table[columns].to_dict("records")
-
-
-def display_name(full_name: str) -> str:
-    """A kernel name without return type and template/argument lists, at most 80 characters."""
-    return _short_name(full_name)[:_MAX_NAME]
-
-
-def _short_name(full_name: str) -> str:
-    name = full_name.removeprefix("void ").replace("(anonymous namespace)::", "")
-    return re.split(r"[<(]", name, maxsplit=1)[0].strip() or name
-
-
-def kernel_category(full_name: str) -> str:
-    """The category a kernel's name places it in (see KERNEL_CATEGORIES)."""
-    short = _short_name(full_name).lower()
-    for category, pattern in KERNEL_CATEGORIES:
-        if pattern.search(short):
-            return category
-    return "other"

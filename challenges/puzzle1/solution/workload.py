@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-# Best of the sweeps in benchmarks/puzzle1_variants.py (H100, M=1, K=N=4096, 8 layers in a graph;
+# Best of the sweeps in challenges/puzzle1/sweeps/variants.py (H100, M=1, K=N=4096, 8 layers in a graph;
 # MEASUREMENTS.md): 0.103 ms a call. BLOCK_N 1 to 16 with 4 warps all land within ~8% of it;
 # BLOCK_K=256 or BLOCK_N=32 were slower (0.14-0.15 ms).
 BLOCK_N = 4

@@ -4,7 +4,7 @@ Eager, every GemLite call pays ~0.3 ms of host dispatch for a ~30 µs kernel: th
 graph removes that. Then the kernel choice: at M=128 GemLite switches to its GEMM
 kernel (M >= 64), and its H100 table has no entry for bf16 x fp8 (type id 108), so
 triton autotunes. On the H100 the split-K kernel below is ~1.35x faster than the
-best GEMM config for 4096x4096 (docs/notes/puzzle3-measurements.md). Its config is
+best GEMM config for 4096x4096 (challenges/puzzle3/EXPLORATION.md). Its config is
 pinned in GemLite's table: split-K zeroes its output in a pre-hook, which triton
 cannot store on disk, so left to autotune it re-tunes in every process, and under
 a profiler it can pick another config than the timed runs.

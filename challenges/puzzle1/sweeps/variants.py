@@ -1,6 +1,6 @@
 """Puzzle 1 on one CUDA GPU: every variant's latency, speedups and error against bf16 eager.
 
-    PYTHONPATH=<torchao site>:. python benchmarks/puzzle1_variants.py [--rounds 100] [--no-compile] [--reduce-overhead]
+    PYTHONPATH=<torchao site>:. python challenges/puzzle1/sweeps/variants.py [--rounds 100] [--no-compile] [--reduce-overhead]
 
 Variants: a timing floor (one clone), bf16 eager (the oracle), the torchao fp8 weight-only
 baseline, that baseline under torch.compile (eager launches, and replayed from a CUDA
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-PUZZLE = Path(__file__).resolve().parent.parent / "challenges" / "puzzle1"
+PUZZLE = Path(__file__).resolve().parent.parent  # challenges/puzzle1
 # (BLOCK_N, BLOCK_K, num_warps, stages, evict_first) tried for the Triton GEMV, all inside the
 # CUDA graph. stages 0 = K loop unrolled; n = tl.range(num_stages=n). Earlier sweeps on the H100
 # (2026-11-22, in MEASUREMENTS.md) also tried, all slower: unrolled (4,512,4) (16,512,4) (4,1024,4)

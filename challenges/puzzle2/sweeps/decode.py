@@ -1,6 +1,6 @@
 """Puzzle 2 groundwork at decode shapes: CUDA graphs, their memory pools and recompiles, per way of serving.
 
-    PYTHONPATH=. python benchmarks/puzzle2_decode.py [--rounds 30] [--only NAME ...]
+    PYTHONPATH=. python challenges/puzzle2/sweeps/decode.py [--rounds 30] [--only NAME ...]
 
 The model: LAYERS blocks of x + W2·gelu(W1·layer_norm(x)) in bf16, one token per request, so a
 step's input is (bs, HIDDEN). A server sees every batch size in 1..MAX_BS: the trace serves each

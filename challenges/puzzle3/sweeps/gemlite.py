@@ -1,6 +1,6 @@
 """Puzzle 3 groundwork: what GemLite's autotuner picks for A16W8 fp8 layers, per batch size, and how good it is.
 
-    PYTHONPATH=. python benchmarks/puzzle3_gemlite.py [--sweep-budget 30]
+    PYTHONPATH=. python challenges/puzzle3/sweeps/gemlite.py [--sweep-budget 30]
 
 Needs a CUDA GPU and gemlite (0.6.0.post2 measured). Prints JSON lines:
 - "default": per (M, N, K), the matmul type GemLite dispatches to, the config-cache key it looks

@@ -1,6 +1,6 @@
 """Puzzle 2 on one CUDA GPU: memory, recompiles, CUDA graphs and latency of each way to serve varying batch sizes.
 
-    PYTHONPATH=. python benchmarks/puzzle2_variants.py [--rounds 20] [--only NAME ...]
+    PYTHONPATH=. python challenges/puzzle2/sweeps/variants.py [--rounds 20] [--only NAME ...]
 
 The model: Linear(2048->8192) -> GELU -> Linear(8192->2048) in fp16 on (bs, 512, 2048), bs in
 SIZES. Each variant runs in its own subprocess (memory pools and dynamo state do not leak
