@@ -19,6 +19,14 @@ PROTOCOL_VERSION = 2
 EVENT_FD_ENV = "INFPROF_EVENT_FD"
 NONCE_FD_ENV = "INFPROF_NONCE_FD"
 
+# The ranges the harness opens, which the profiles' readers select by. The torch profiler's
+# record_function around each profiled forward(); NVTX ranges (Device.range) are `infprof.<phase>`,
+# with a dot: ncu's --nvtx-include reads "/" as nesting.
+TORCH_ITER_RANGE = "infprof:iter"
+NVTX_PREFIX = "infprof."
+NVTX_ITER_RANGE = NVTX_PREFIX + "iter"  # one per profiled forward(), for Nsight Systems
+NVTX_KERNELS_RANGE = NVTX_PREFIX + "kernels"  # the calls Nsight Compute profiles
+
 STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "profiling", "extracting", "grading")
 
 # What went wrong inside the harness, in the learner's terms.

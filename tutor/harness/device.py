@@ -9,6 +9,7 @@ import time
 import torch
 
 from tutor.harness import gpu_clock
+from tutor.protocol import NVTX_PREFIX
 
 # Bound when the harness imports, before any learner code: a workload that swaps time.perf_counter_ns
 # for its own changes nothing here (and tutor.harness.guard reports it).
@@ -92,7 +93,7 @@ class Device:
         """
         if not self.cuda:
             return contextlib.nullcontext()
-        return torch.cuda.nvtx.range(f"infprof.{name}")
+        return torch.cuda.nvtx.range(NVTX_PREFIX + name)
 
     def calibrate(self, name: str, calls: list) -> None:
         """Decide how `name` is timed from a few of its calls: held, or from an idle GPU."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-ITER_RANGE = "infprof:iter"
+from tutor.protocol import TORCH_ITER_RANGE
 
 
 def profile_iterations(call: Callable[[int], object], iterations: int, trace_path: Path) -> dict:
@@ -25,7 +25,7 @@ def profile_iterations(call: Callable[[int], object], iterations: int, trace_pat
         torch.cuda.reset_peak_memory_stats()
     with profile(activities=activities, profile_memory=True, record_shapes=False) as prof:
         for i in range(iterations):
-            with record_function(ITER_RANGE):
+            with record_function(TORCH_ITER_RANGE):
                 call(i)
         if cuda:
             torch.cuda.synchronize()

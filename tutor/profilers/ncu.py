@@ -17,8 +17,8 @@ from pathlib import Path
 
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.metrics import ProfileMetrics
+from tutor.protocol import NVTX_KERNELS_RANGE
 
-NVTX_RANGE = "infprof.kernels"
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats",
             "ComputeWorkloadAnalysis")
 MAX_KERNELS = 200  # replaying every kernel ~40 times: keeps a profile within minutes
@@ -69,7 +69,7 @@ def find_ncu() -> str:
 
 def profile_command(ncu: str, report_base: Path, max_kernels: int = MAX_KERNELS) -> list[str]:
     """The prefix that runs the harness under ncu, writing <report_base>.ncu-rep."""
-    cmd = [ncu, "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--clock-control", "none",
+    cmd = [ncu, "--nvtx", "--nvtx-include", f"{NVTX_KERNELS_RANGE}/", "--clock-control", "none",
            "--cache-control", "all", "--replay-mode", "kernel", "--launch-count", str(max_kernels),
            "--target-processes", "all", "--force-overwrite", "--export", str(report_base)]
     for section in SECTIONS:
@@ -96,7 +96,7 @@ def extract(csv_path: Path) -> ProfileMetrics:
     units, rows = raw.iloc[0], raw.iloc[1:]  # the first row under the header holds each column's unit
     if rows.empty:
         raise TutorError("Nsight Compute profiled no kernels.",
-                         f"Was any kernel launched inside the NVTX range {NVTX_RANGE}? "
+                         f"Was any kernel launched inside the NVTX range {NVTX_KERNELS_RANGE}? "
                          "Profiling needs hardware counters: see `ncu --query-metrics`.")
     table = pd.DataFrame({"name": rows["Kernel Name"].map(_short_name), "full_name": rows["Kernel Name"]})
     for column, short in METRICS.items():

@@ -33,8 +33,8 @@ from tutor.errors import TutorError
 from tutor.metrics import ProfileMetrics
 from tutor.profilers.gpu_timeline import (API_SUFFIX, EVENT_CATEGORY, SYNC_APIS, gpu_metrics, iteration_of,
                                           kernel_category, kernel_table)
+from tutor.protocol import NVTX_ITER_RANGE
 
-ITER_RANGE = "infprof.iter"  # the range Device.range("iter") opens around one profiled forward()
 # Metric names this backend adds to tutor.metrics.METRIC_DOCS.
 METRIC_DOCS = {
     "window.whole_capture": "1 when no NVTX range matched, so the whole capture counts as one iteration",
@@ -53,7 +53,7 @@ _EXPORT = "Export the report with `nsys export --type sqlite --output profile.sq
 _GPU_COLUMNS = ("cat", "name", "ts", "dur", "correlation", "bytes", "pid", "graph_node")
 
 
-def extract(sqlite_path: Path, nvtx_range: str | None = ITER_RANGE) -> ProfileMetrics:
+def extract(sqlite_path: Path, nvtx_range: str | None = NVTX_ITER_RANGE) -> ProfileMetrics:
     """Metrics of the `nvtx_range` ranges of one export (None: of the whole capture)."""
     with _Export(Path(sqlite_path)) as export:
         runtime = _runtime_calls(export)

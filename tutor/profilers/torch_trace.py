@@ -21,10 +21,10 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from tutor.harness.torch_profile import ITER_RANGE
 from tutor.metrics import ProfileMetrics
 from tutor.profilers.gpu_timeline import (API_SUFFIX, EVENT_CATEGORY, gpu_metrics, iteration_of, kernel_category,
                                           kernel_table)
+from tutor.protocol import TORCH_ITER_RANGE as ITER_RANGE
 
 GPU_EVENT_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCHER_CATS = ("cuda_runtime", "cuda_driver")
