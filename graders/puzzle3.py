@@ -17,7 +17,7 @@ import tomllib
 from graders import puzzle1
 from tutor.catalog import Puzzle
 from tutor.grading.diagnosis import value_matches
-from tutor.grading.extra import LearnerProfiles
+from tutor.grading.puzzle_checks import LearnerProfiles
 from tutor.grading.verdict import Criterion
 
 REPORTED = {"block_size_m": "BLOCK_SIZE_M", "block_size_n": "BLOCK_SIZE_N", "block_size_k": "BLOCK_SIZE_K"}

@@ -13,7 +13,7 @@ import pytest
 from graders import puzzle1 as puzzle1_rules
 from tutor import actions
 from tutor.catalog import get_puzzle
-from tutor.grading.extra import puzzle_criteria
+from tutor.grading.puzzle_checks import puzzle_criteria
 from tutor.grading.performance import tier_reached
 from tutor.stats import Estimate
 

@@ -18,7 +18,7 @@ from graders.puzzle3 import answer_from_facts, autotune_report, kernel_evidence
 from tutor import reference
 from tutor.actions import ProfileOutcome
 from tutor.catalog import get_puzzle
-from tutor.grading.extra import LearnerProfiles
+from tutor.grading.puzzle_checks import LearnerProfiles
 from tutor.profilers import ncu
 from tutor.reference import install_reference
 

@@ -18,7 +18,7 @@ from tutor.catalog import Puzzle, all_puzzles
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
-from tutor.grading.extra import LearnerProfiles, puzzle_criteria
+from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
 from tutor.grading.fair_play import check_fair_play
 from tutor.grading.performance import Measured, check_correctness, check_performance
 from tutor.grading.verdict import Criterion, Verdict

@@ -15,7 +15,7 @@ from pathlib import Path
 from tutor import actions
 from tutor.catalog import NO_TIER, Puzzle
 from tutor.grading.answer import read_answer
-from tutor.grading.extra import grader_module
+from tutor.grading.puzzle_checks import grader_module
 from tutor.workspace import Workspace
 
 

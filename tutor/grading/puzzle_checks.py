@@ -1,8 +1,8 @@
 """Puzzle-specific checks: a module `graders/<name>.py` named by puzzle.toml's `grader`.
 
 Such a module defines `criteria(puzzle, result, answer_path, profiles) -> list[Criterion]`,
-where result is the harness's raw check result (samples, correctness checks, memory,
-the memory run, the spec's facts), answer_path the learner's answer.toml, and profiles
+where result is the harness's raw check result (samples, correctness checks, the timed
+process's memory, the spec's facts), answer_path the learner's answer.toml, and profiles
 the learner's own newest profiles (for evidence a puzzle asks for beyond the diagnosis).
 """
 
