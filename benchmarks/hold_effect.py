@@ -20,7 +20,6 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
@@ -31,16 +30,11 @@ from tutor.harness.loading import load_module
 PAUSE_S = 0.005  # about what a worker waits between its timed calls while the other side runs
 
 
-def _workload_path(puzzle, which: str) -> Path:
-    if which == "reference":
-        return puzzle.solution_dir / "workload.py"
-    return puzzle.folder / f"{which}.py" if "/" in which else puzzle.workload_path(which)
-
-
 def measure(puzzle_id: str, which: str, calls: int) -> dict:
     puzzle = get_puzzle(puzzle_id)
     spec = load_module(puzzle.folder / "spec.py", "spec", ("make_weights", "make_input"))
-    module = load_module(_workload_path(puzzle, which), f"m_{which.replace('/', '_')}", ("prepare", "forward"))
+    path = puzzle.workload_path(which) if which in puzzle.workloads else puzzle.solution_path(which)
+    module = load_module(path, f"m_{which.replace('/', '_')}", ("prepare", "forward"))
     state = module.prepare(spec.make_weights(1, "cuda"), "cuda")
     inputs = [spec.make_input(100 + i, "cuda") for i in range(calls + 1)]
     warm = getattr(spec, "warmup_inputs", None)

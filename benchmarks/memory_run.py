@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     files = {name: puzzle.workload_path(name) for name in puzzle.workloads}
-    files["reference"] = puzzle.solution_dir / "workload.py"
+    files["reference"] = puzzle.solution_path()
     files.update({f"alternatives/{name}": puzzle.alternative_path(name) for name in puzzle.alternatives})
     out = {}
     for name, path in files.items():

@@ -49,7 +49,7 @@ def main() -> int:
     puzzle = get_puzzle(args.puzzle)
     ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-profile-")) / "ws")
     if args.which == "reference":
-        shutil.copy2(puzzle.solution_dir / "workload.py", ws.editable_path(puzzle, "workload.py"))
+        shutil.copy2(puzzle.solution_path(), ws.editable_path(puzzle, "workload.py"))
     request = actions.check_request(ws, puzzle, ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)])
     clock = StageClock()
     profiler = cProfile.Profile()

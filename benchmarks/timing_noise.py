@@ -41,7 +41,7 @@ BOOTSTRAP = 300
 def load_workloads(puzzle) -> tuple[object, dict, dict]:
     spec = load_module(puzzle.folder / "spec.py", "spec", ("make_weights", "make_input"))
     paths = {name: puzzle.workload_path(name) for name in puzzle.workloads}
-    paths["mine"] = puzzle.solution_dir / "workload.py"
+    paths["mine"] = puzzle.solution_path()
     modules, states = {}, {}
     for name, path in paths.items():
         modules[name] = load_module(path, name, ("prepare", "forward"))

@@ -4,7 +4,7 @@ Pure arithmetic on recorded clocks: the H100 side (the hold, the events, the loo
 tests/test_gpu_clock.py, tests/test_anticheat.py's GPU tests and benchmarks/timing_noise.py.
 """
 
-from tutor.grading.performance import how_timed
+from tutor.grading.performance import Measured, how_timed
 from tutor.harness.gpu_clock import WorkloadClock, settle
 
 
@@ -34,11 +34,13 @@ def test_a_held_workload_is_charged_what_ran_after_its_end_event():
 
 
 def test_the_verdict_says_what_bound_each_workload():
-    graphed = {"method": "held", "gpu_ms": [0.096, 0.095], "after_ms": [0.0, 0.0], "loop_ms": [0.097, 0.098]}
-    assert how_timed(graphed) == " (GPU-bound: 0.0975 ms a call back to back, 0.0955 ms of it on the GPU)"
-    eager = {"method": "held", "gpu_ms": [0.14], "after_ms": [0.0], "loop_ms": [0.29]}
-    assert how_timed(eager).startswith(" (host-bound: 0.29 ms a call")
-    charged = {"method": "held", "charged": True, "gpu_ms": [0.003], "after_ms": [1.37], "loop_ms": [1.4]}
-    assert how_timed(charged).startswith(" (GPU-bound: 1.4 ms a call back to back, 1.373 ms")
-    assert "idle GPU" in how_timed({"method": "idle", "gpu_ms": [1.0], "after_ms": [0.0], "loop_ms": [1.0]})
-    assert how_timed(None) == ""  # CPU puzzles: one clock
+    def bound(method: str, loop_ms: list[float], gpu_ms: list[float]) -> str:  # the GPU samples as settled
+        return how_timed(Measured({"x": loop_ms}, {"x": gpu_ms}, clocks={"x": {"method": method}}), "x")
+
+    assert bound("held", [0.097, 0.098], [0.096, 0.095]) == (
+        " (GPU-bound: 0.0975 ms a call back to back, 0.0955 ms of it on the GPU)")
+    assert bound("held", [0.29], [0.14]).startswith(" (host-bound: 0.29 ms a call")
+    # Charged: the GPU time includes what ran after the end event.
+    assert bound("held", [1.4], [0.003 + 1.37]).startswith(" (GPU-bound: 1.4 ms a call back to back, 1.373 ms")
+    assert "idle GPU" in bound("idle", [1.0], [1.0])
+    assert how_timed(Measured({"x": [100.0]}), "x") == ""  # CPU puzzles: one clock

@@ -110,6 +110,12 @@ class Puzzle:
     def alternative_path(self, name: str) -> Path:
         return self.folder / "alternatives" / f"{name}.py"
 
+    def solution_path(self, which: str = "reference") -> Path:
+        """A workload.py known to pass: "reference" (the solution's), or "alternatives/NAME"."""
+        if which.startswith("alternatives/"):
+            return self.alternative_path(which.split("/", 1)[1])
+        return self.solution_dir / "workload.py"
+
 
 def load_puzzle(folder: Path) -> Puzzle:
     """Read one puzzle folder; a malformed puzzle.toml raises TutorError naming the field."""

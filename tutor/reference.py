@@ -31,14 +31,11 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> N
         return
     grader = grader_module(puzzle)
     facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
-    workload, without = puzzle.solution_dir / "workload.py", set()
-    if which.startswith("alternatives/"):
-        name = which.split("/", 1)[1]
-        workload = puzzle.alternative_path(name)
-        if puzzle.alternatives[name] in (NO_TIER, puzzle.tiers[0].name):
-            without = {"kernel_evidence"}  # a fix that earns the first tier has no better kernel to explain
+    expected = puzzle.alternatives[which.removeprefix("alternatives/")] if which.startswith("alternatives/") else ""
+    # A fix that earns the first tier has no better kernel to explain.
+    without = {"kernel_evidence"} if expected in (NO_TIER, puzzle.tiers[0].name) else set()
     install_reference(ws, puzzle, profile.metrics.values, grader.answer_from_facts(facts) if facts else {},
-                      workload, without)
+                      puzzle.solution_path(which), without)
 
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],

@@ -30,6 +30,7 @@ LOG_NAME = "output.log"
 RESULT_NAME = "result.json"  # the harness's raw result (every timing sample), kept with the run
 ENVIRONMENT_KINDS = {"no_gpu", "missing_package"}
 TERM_GRACE_S = 3.0  # between SIGTERM and SIGKILL when a run is stopped
+BUG_ADVICE = "This looks like a bug in infprof-tutor; please report it with the output tail."
 
 ADVICE = {
     "no_gpu": "Run this puzzle on a machine with an NVIDIA GPU (see README: 'Using a GPU machine'), or pick a CPU puzzle.",
@@ -40,8 +41,8 @@ ADVICE = {
     "oom": "Your workload ran out of GPU memory: free what you keep between calls or use smaller buffers.",
     "timeout": "It ran past the time limit: look for an endless loop, a deadlock, or a far too slow path.",
     "crashed": "The workload process died (segfault, illegal memory access or killed): the output tail shows the last words.",
-    "bad_request": "This looks like a bug in infprof-tutor; please report it with the output tail.",
-    "harness_bug": "This looks like a bug in infprof-tutor; please report it with the output tail.",
+    "bad_request": BUG_ADVICE,
+    "harness_bug": BUG_ADVICE,
 }
 
 

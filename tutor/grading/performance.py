@@ -103,13 +103,12 @@ def tier_reached(puzzle: Puzzle, speedups: dict[str, dict[str, Estimate]]) -> st
     return current
 
 
-def how_timed(clock: dict | None) -> str:
+def how_timed(measured: Measured, name: str) -> str:
     """What bound a GPU workload's calls (tutor.harness.gpu_clock): its calls back to back against the GPU's own time."""
-    if not clock:
+    clock, gpu_ms = measured.clocks.get(name), measured.gpu_ms.get(name)
+    if not clock or not gpu_ms:
         return ""
-    gpu_ms = [g + (a if clock.get("charged") else 0.0) for g, a in zip(clock["gpu_ms"], clock["after_ms"])]
-    gpu = statistics.median(gpu_ms)
-    loop = statistics.median(clock.get("loop_ms") or gpu_ms)
+    gpu, loop = statistics.median(gpu_ms), statistics.median(measured.call_ms[name])
     bound = "host" if loop > HOST_BOUND * gpu else "GPU"
     idle = ("; GPU time from an idle GPU: forward() waits for the GPU, so holding it would time the wait"
             if clock["method"] == "idle" else "")
@@ -152,7 +151,7 @@ def check_performance(puzzle: Puzzle, measured: Measured) -> tuple[Criterion, st
     speedups = {"call": measured.speedups("call"), "gpu": measured.speedups("gpu")}
     tier = tier_reached(puzzle, speedups)
     details = [f"{name}: median {statistics.median(ms):.4g} ms over {len(ms)} rounds"
-               f"{how_timed(measured.clocks.get(name))}" for name, ms in measured.call_ms.items()]
+               f"{how_timed(measured, name)}" for name, ms in measured.call_ms.items()]
     for name in measured.host_timed:
         details.append(f"{name}: GPU work ran after the timed stream had finished (a side stream not joined "
                        "back?) and was counted in full")

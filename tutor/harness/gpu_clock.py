@@ -93,10 +93,10 @@ class GpuClock:
         self.clocks: dict[str, WorkloadClock] = {}
         self._idle_sync_ms = self._held_sync_ms = 0.0
         self._idle_sync_ms = self._empty_call_ms(held=False)
-        self._drain_ms = sorted(self._round_trip_ms(sleep=False) for _ in range(31))[15]
+        self._drain_ms = _median_of(lambda: self._round_trip_ms(sleep=False))
         if hold:
             self._held_sync_ms = self._empty_call_ms(held=True)
-        idle_trip_ms = sorted(self._round_trip_ms() for _ in range(31))[15]
+        idle_trip_ms = _median_of(self._round_trip_ms)
         self._busy_ms = max(BUSY_FACTOR * idle_trip_ms, idle_trip_ms + BUSY_MARGIN_MS)
 
     def wait_quiet(self, limit_s: float) -> float | None:
@@ -180,5 +180,9 @@ class GpuClock:
 
     def _empty_call_ms(self, held: bool) -> float:
         """The device time an empty call seems to leave after its end event: the fixed cost of syncing."""
-        gaps = [self._run(lambda: None, held, 0.01)[3] for _ in range(31)]
-        return sorted(gaps)[len(gaps) // 2]
+        return _median_of(lambda: self._run(lambda: None, held, 0.01)[3])
+
+
+def _median_of(probe, times: int = 31) -> float:
+    """The median of `times` readings of a probe of the device's fixed costs."""
+    return statistics.median(probe() for _ in range(times))

@@ -148,20 +148,17 @@ class Worker:
             other = self._input(secrets.randbelow(2**62))  # the warm call's: nothing it leaves answers the loop's
             ms, out = self.device.loop_ms(lambda: self.forward(name, other),
                                           [lambda x=x: self.forward(name, x) for x in loop], name)
-            self.samples[name].append(ms)
             if keep:
                 checked.append([seeds[-2], wire.portable(out)])
             del out
             self._verify()
         single_ms, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
-        if not loop:
-            ms = single_ms
-            self.samples[name].append(ms)
+        self.samples[name].append(ms if loop else single_ms)  # the call clock's sample
         if keep:
             checked.append([seeds[-1], wire.portable(out)])
         del out
         self._verify()
-        return {"ms": ms, "waited_ms": waited if waited is not None else -1.0, "checked": checked}
+        return {"waited_ms": waited if waited is not None else -1.0, "checked": checked}
 
     def finish(self) -> dict:
         """Every sample, settled; memory; for the candidate what fair play saw, for the ruler the puzzle's facts."""
