@@ -1,4 +1,4 @@
-"""Tier rules and puzzle-specific criteria, on hand-made harness results.
+"""Tier rules and puzzle-specific criteria, on hand-made harness results and on grades recorded on the H100.
 
 The GPU test at the end grades a real workload that cheats puzzle1 by going
 back to bf16 weights: fast enough for a tier, and still rejected.
@@ -6,7 +6,9 @@ back to bf16 weights: fast enough for a tier, and still rejected.
 
 from __future__ import annotations
 
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,11 @@ from tutor.grading.performance import tier_reached
 from tutor.stats import Estimate
 
 MB = 2**20
+TIERS = ["", "bronze", "silver", "gold"]
+# Every grade of a reference or an honest alternative taken on the H100 on 2026-11-25 (the call clock
+# a loop, the CPUs unpinned): each one's speed-ups per clock with their intervals, and whether every
+# rule held. benchmarks/device_grading.sh recorded them; MEASUREMENTS.md in each puzzle has the runs.
+H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_2026-11-25.json").read_text())
 
 
 def bounds(**lows: float) -> dict[str, Estimate]:
@@ -102,3 +109,28 @@ def test_puzzle1_bf16_graph_is_fast_but_rejected(workspace):
     print("bf16 graph as mine:", verdict.tier, verdict.speedups, fp8.details)
     assert verdict.speedups["baseline"]["low"] >= 3.0  # fast enough for bronze on speed alone
     assert not fp8.passed and not verdict.passed
+
+
+def expected_tier(grade: dict) -> str:
+    puzzle = get_puzzle(grade["puzzle"])
+    return "gold" if grade["which"] == "reference" else puzzle.alternatives[grade["which"].split("/", 1)[1]]
+
+
+def reached(grade: dict) -> str:
+    speedups = {clock: {vs: Estimate(**e) for vs, e in by_vs.items()} for clock, by_vs in grade["speedups"].items()}
+    return tier_reached(get_puzzle(grade["puzzle"]), speedups) if grade["rules_passed"] else ""
+
+
+@pytest.mark.parametrize("grade", [g for g in H100_GRADES if g["mine_gpu_clock"] == "held"],
+                         ids=lambda g: f"{g['puzzle']}-{g['which']}-{g['call']}.{g['run']}")
+def test_every_honest_solution_graded_on_the_h100_clears_its_tier_under_the_bars_of_today(grade):
+    # The bars in puzzle.toml must sit where every recorded grade of an honest style clears them.
+    assert TIERS.index(reached(grade)) >= TIERS.index(expected_tier(grade)), (reached(grade), expected_tier(grade))
+
+
+def test_the_one_recorded_grade_timed_from_an_idle_gpu_is_the_known_one():
+    # Its calibration saw cudagraph trees wait for the GPU on one repeated input, so its GPU time had
+    # the host's gaps in it (1.65 ms for 1.25): calibration now takes fresh inputs. Named, not hidden.
+    idle = [(g["puzzle"], g["which"], reached(g)) for g in H100_GRADES if g["mine_gpu_clock"] != "held"]
+    assert idle == [("puzzle2", "alternatives/compile_buckets", "bronze")]
+    assert len(H100_GRADES) == 48
