@@ -127,6 +127,8 @@ def main() -> int:
         for c in v.criteria:
             if not c.passed or i == 0:
                 print(f"    {c.name}: {'pass' if c.passed else 'FAIL'}: {c.summary} {'; '.join(c.details[:4])}", flush=True)
+        if args.json:  # after every grade, so a run stopped at its time limit keeps what it graded
+            args.json.write_text(json.dumps(rows, indent=1))
 
     verdicts = [(r["passed"], r["tier"]) for r in rows]
     agreement = verdicts.count(statistics.mode(verdicts)) / len(verdicts)
@@ -142,8 +144,6 @@ def main() -> int:
     print("  seconds per stage (median): " + ", ".join(
         f"{name} {statistics.median(r['stages'].get(name, 0.0) for r in rows):.2f}" for name in stage_names))
     decompose(rows)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
     return 0
 
 
