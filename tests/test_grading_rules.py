@@ -25,6 +25,8 @@ TIERS = ["", "bronze", "silver", "gold"]
 # a loop, the CPUs unpinned): each one's speed-ups per clock with their intervals, and whether every
 # rule held. benchmarks/device_grading.sh recorded them; MEASUREMENTS.md in each puzzle has the runs.
 H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_2026-11-25.json").read_text())
+# puzzle0 on the 2-core machine: 10 grades of the reference idle, then 10 of each solution beside a test suite.
+CPU_GRADES = json.loads((Path(__file__).parent / "fixtures" / "cpu_puzzle0_grades_2026-11-25.json").read_text())
 
 
 def bounds(**lows: float) -> dict[str, Estimate]:
@@ -148,3 +150,12 @@ def test_every_honest_solution_reads_one_tier_in_ten_grades_or_more():
     assert set(tiers) == solutions
     spread = {s: sorted(set(t)) for s, t in tiers.items() if len(set(t)) > 1 or len(t) < 10}
     assert not spread, {s: (tiers[s], len(tiers[s])) for s in spread}
+
+
+def test_puzzle0s_solutions_read_one_tier_idle_or_loaded():
+    tiers: dict[str, list[str]] = {}
+    for g in CPU_GRADES:
+        tiers.setdefault(g["which"], []).append(reached(g))
+    assert set(tiers) == {"reference", *(f"alternatives/{n}" for n in get_puzzle("puzzle0").alternatives)}
+    assert {w: sorted(set(t)) for w, t in tiers.items()} == {w: ["gold"] for w in tiers}, tiers
+    assert min(len(t) for t in tiers.values()) >= 10

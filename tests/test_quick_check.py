@@ -12,7 +12,7 @@ from tutor.progress import Progress
 from tutor.quick_check import QuickCheck, quick_check, quick_rounds, reachable_tier
 from tutor.stats import Estimate
 
-PUZZLE0 = get_puzzle("puzzle0")  # bronze 5x, silver 15x, gold 30x, all vs baseline
+PUZZLE0 = get_puzzle("puzzle0")  # bronze 5x, silver 10x, gold 20x, all vs baseline
 # Like puzzle1: bronze vs the baseline, silver and gold vs other workloads that only a grade times.
 MIXED = dataclasses.replace(PUZZLE0, tiers=(
     Tier("bronze", "baseline", 3.0), Tier("silver", "eager", 1.0), Tier("gold", "eager", 1.5),
@@ -30,8 +30,8 @@ def test_a_quarter_of_the_grades_rounds_and_never_fewer_than_ten():
 
 def test_the_tier_reached_counts_the_lower_bound_and_each_tier_needs_those_below():
     assert reachable_tier(PUZZLE0, "baseline", at_least(4.9)) == ("", "")
-    assert reachable_tier(PUZZLE0, "baseline", at_least(20)) == ("silver", "")
-    assert reachable_tier(PUZZLE0, "baseline", at_least(31)) == ("gold", "")
+    assert reachable_tier(PUZZLE0, "baseline", at_least(19)) == ("silver", "")
+    assert reachable_tier(PUZZLE0, "baseline", at_least(21)) == ("gold", "")
 
 
 def test_a_tier_measured_against_another_workload_is_left_to_a_grade():

@@ -13,6 +13,8 @@ from tutor.reference import ready_to_grade
 
 GPU_PUZZLES = [p.id for p in all_puzzles().values() if p.hardware.device == "cuda"]
 # The tier each reference must reach at least (issue 2: puzzle1's reference passes bronze and silver).
+# puzzle0's reads gold (tests/fixtures/cpu_puzzle0_grades_2026-11-25.json); here, beside whatever else
+# CI runs on its 2 cores, silver's 10x keeps a 3x margin where gold's would be 1.5x.
 EXPECTED_TIER = {"puzzle0": "silver", "puzzle1": "silver", "puzzle2": "gold", "puzzle3": "gold"}
 TIERS = ["", "bronze", "silver", "gold"]
 
