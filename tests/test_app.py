@@ -20,9 +20,8 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import Markdown, OptionList
 
 from tutor.app.app import InfprofApp
+from tutor.app.commands import puzzle_commands
 from tutor.app.messages import FilesSaved, RunFinished
-from tutor.app.openers import PERFETTO_SCRIPT, shell_path
-from tutor.app.runs import PROFILER_GIVES
 from tutor.app.screens.browser import BrowserScreen
 from tutor.app.screens.help import HelpScreen
 from tutor.app.screens.output import OutputScreen
@@ -37,6 +36,8 @@ from tutor.catalog import get_puzzle
 from tutor.machine import Machine, readiness
 from tutor.metrics import ProfileMetrics
 from tutor.profilers import ncu, nsys_run
+from tutor.profilers.openers import shell_path
+from tutor.profilers.registry import PERFETTO_SCRIPT, PROFILERS
 from tutor.progress import Progress
 from tutor.runner import RunFailed
 
@@ -214,8 +215,8 @@ async def test_palette_profiles_with_each_profiler_the_puzzle_lists_and_says_whi
 
         (bin_dir / other).write_text("#!/bin/sh\n")
         (bin_dir / other).chmod(0o755)
-        helps = {c.title: c.help for c in screen.palette_commands()}
-        assert helps[f"Profile mine with {other}"] == PROFILER_GIVES[other]
+        helps = {c.title: c.help for c in puzzle_commands(screen)}
+        assert helps[f"Profile mine with {other}"] == PROFILERS[other].gives
         for profiler in ("ncu", "nsys", "torch"):
             if profiler not in puzzle.profilers:
                 assert not any(t.endswith(f"with {profiler}") for t in helps)

@@ -52,6 +52,8 @@ def test_unknown_puzzle_lists_known_ones():
     # A CPU puzzle has one clock: a tier on the GPU's time cannot be measured there.
     (lambda s: s.replace("min_speedup = 5.0", 'min_speedup = 5.0\nclock = "gpu"', 1), "has clock 'gpu'"),
     (lambda s: s.replace("min_speedup = 5.0", 'min_speedup = 5.0\nclock = "wall"', 1), "has clock 'wall'"),
+    (lambda s: s.replace('profilers = ["torch"]', 'profilers = ["torch", "vtune"]'), "profilers ['vtune'] are not"),
+    (lambda s: s.replace('profilers = ["torch"]', "profilers = []"), "profilers [] are not"),
 ])
 def test_broken_puzzle_toml_names_the_problem(tmp_path, edit, words):
     folder = tmp_path / "p"

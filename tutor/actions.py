@@ -18,11 +18,12 @@ from tutor.catalog import Puzzle, all_puzzles
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
-from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
 from tutor.grading.fair_play import check_fair_play
 from tutor.grading.performance import Measured, check_correctness, check_performance
+from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.metrics import ProfileMetrics
+from tutor.profilers.registry import get_profiler
 from tutor.progress import Progress
 from tutor.runner import HarnessRun, RunFailed, run_harness
 from tutor.workspace import Workspace
@@ -94,73 +95,18 @@ def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: Ev
     """Profile one workload; store its metrics as this learner's evidence."""
     if which not in PROFILE_WORKLOADS:
         raise TutorError(f"Cannot profile '{which}'.", "Choose --which baseline or --which mine.")
-    if profiler not in PROFILERS:
-        raise TutorError(f"Unknown profiler '{profiler}'.", f"Choose one of: {', '.join(PROFILERS)}.")
+    capture = get_profiler(profiler).capture
     if which == "mine":
         check_workload_file(ws, puzzle)
     run_dir = new_run_dir(ws, puzzle, f"profile-{which}")
     request = _base_request(ws, puzzle, "profile", [which])
     request["profile"] = {"workload": which, "iterations": puzzle.timing.profile_iterations}
-    metrics, artifact = PROFILERS[profiler](request, run_dir, puzzle, on_event, register)
+    metrics, artifact = capture(request, run_dir, puzzle, on_event, register)
     metrics.save(run_dir / "metrics.json")
     Progress(ws.db_path).record_profile(puzzle.id, which, code_hash(ws, puzzle), metrics, artifact, run_dir)
     return ProfileOutcome(metrics, run_dir, artifact)
 
 
-def _extracting(on_event: EventHandler | None, detail: str) -> None:
-    if on_event:
-        on_event({"type": "stage", "stage": "extracting", "detail": detail})
-
-
-def _profile_torch(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
-    from tutor.profilers.torch_trace import extract  # pandas: only when a profile is read
-
-    trace_path = run_dir / "trace.json"
-    request["profile"]["trace_path"] = str(trace_path)
-    outcome = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register)
-    _extracting(on_event, "reading the trace")
-    return extract(trace_path, outcome.result.get("memory")), trace_path
-
-
-def _profile_ncu(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
-    from tutor.profilers import ncu
-
-    binary = ncu.find_ncu()
-    request["mode"] = "kernels"
-    # Kernels are deterministic in their counters: one iteration is enough, and each launch is replayed ~40x.
-    request["profile"]["iterations"] = 1
-    # Autotune outside the profiler first: under ncu the timings are distorted and triton would pick
-    # (and store) another config than the graded runs use. The harness keeps the result on disk.
-    if request["device"] == "cuda":
-        run_harness(request, run_dir / "tuning", puzzle.timing.timeout_s, on_event, register)
-    report = run_dir / "profile.ncu-rep"
-    # Kernel replay multiplies run time: give ncu several times the puzzle's limit.
-    run_harness(request, run_dir, puzzle.timing.timeout_s * 4, on_event, register,
-                wrapper=tuple(ncu.profile_command(binary, report.with_suffix(""))))
-    if not report.exists():
-        raise TutorError("Nsight Compute wrote no report: it profiled no kernel.",
-                         f"See {run_dir / 'output.log'}. Hardware counters may need root "
-                         "(ERR_NVGPUCTRPERM), or no kernel ran inside the profiled range.")
-    _extracting(on_event, "reading the Nsight Compute report")
-    csv_path = run_dir / "ncu.csv"
-    ncu.export_csv(binary, report, csv_path)
-    return ncu.extract(csv_path), report
-
-
-def _profile_nsys(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
-    from tutor.profilers import nsys_run, nsys_sqlite
-
-    binary = nsys_run.find_nsys()
-    request["mode"] = "timeline"
-    # Tracing costs little per call, but nsys starts slowly and writes its report after the run.
-    run_harness(request, run_dir, puzzle.timing.timeout_s * 2, on_event, register,
-                wrapper=tuple(nsys_run.profile_command(binary, run_dir)))
-    _extracting(on_event, "exporting the Nsight Systems report to SQLite")
-    exported = nsys_run.export_sqlite(binary, run_dir)
-    return nsys_sqlite.extract(exported), nsys_run.report_path(run_dir)
-
-
-PROFILERS = {"torch": _profile_torch, "ncu": _profile_ncu, "nsys": _profile_nsys}
 
 
 def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,

@@ -26,6 +26,17 @@ class Hardware:
     gpus: int = 0
     packages: tuple[str, ...] = ()
 
+    def needs(self) -> str:
+        """What a machine needs to run the puzzle, in one line for both faces."""
+        if self.device == "cpu":
+            return "CPU only"
+        need = f"{self.gpus} CUDA GPU(s)" if self.gpus > 1 else "1 CUDA GPU"
+        if self.min_compute_capability:
+            need += f", compute capability >= {self.min_compute_capability:g}"
+        if self.packages:
+            need += f"; packages: {', '.join(self.packages)}"
+        return need
+
 
 CLOCKS = {
     "call": "a call's time in a serving loop, host and GPU: calls back to back until the device drains",
@@ -181,6 +192,12 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
                              "Fix the puzzle metadata.")
     if p.grader and not (GRADERS_DIR / f"{p.grader}.py").is_file():
         raise TutorError(f"{meta_path}: grader '{p.grader}' has no module graders/{p.grader}.py", "Fix the puzzle metadata.")
+    from tutor.profilers.registry import PROFILERS  # the registry reads Puzzle: imported once the catalog is
+
+    unknown = [name for name in p.profilers if name not in PROFILERS]
+    if unknown or not p.profilers:
+        raise TutorError(f"{meta_path}: profilers {unknown or '[]'} are not among the tutor's ({', '.join(PROFILERS)})",
+                         "Fix the puzzle metadata.")
     for name, file in p.workloads.items():
         if not (p.folder / file).is_file():
             raise TutorError(f"{meta_path}: workload '{name}' file {file} does not exist", "Fix the puzzle metadata.")

@@ -45,7 +45,7 @@ def cmd_init(args) -> int:
 def cmd_list(args) -> int:
     from tutor.catalog import all_puzzles, catalog_problems
     from tutor.progress import Progress
-    from tutor.render import puzzle_table
+    from tutor.cli_views import puzzle_table
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
@@ -59,7 +59,7 @@ def cmd_list(args) -> int:
 
 def cmd_show(args) -> int:
     from tutor.catalog import get_puzzle
-    from tutor.render import puzzle_page
+    from tutor.cli_views import puzzle_page
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
@@ -71,7 +71,8 @@ def cmd_show(args) -> int:
 def cmd_profile(args) -> int:
     from tutor import actions
     from tutor.catalog import get_puzzle
-    from tutor.render import metrics_view
+    from tutor.profilers.registry import opener_for
+    from tutor.cli_views import metrics_view
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
@@ -80,9 +81,9 @@ def cmd_profile(args) -> int:
         raise TutorError(f"{p.id} is profiled with {', '.join(p.profilers)}, not {args.profiler}.")
     outcome = actions.profile(ws, p, args.which, _progress_printer(), profiler=args.profiler)
     console.print(metrics_view(outcome.metrics))
-    opener = {"ncu": "Open it in Nsight Compute: ncu-ui", "nsys": "Open it in Nsight Systems: nsys-ui"}.get(
-        args.profiler, "Open it at https://ui.perfetto.dev (Open trace file).")
-    console.print(f"Report: {outcome.trace_path}\n{opener}", highlight=False)
+    opener = opener_for(args.profiler)
+    console.print(f"{opener.noun.capitalize()}: {outcome.trace_path}\nOpen it in {opener.viewer} {opener.shell}: "
+                  f"{opener.command(outcome.trace_path)}\n(or {opener.gui})", highlight=False)
     return 0
 
 
@@ -90,7 +91,7 @@ def cmd_grade(args) -> int:
     from tutor import actions
     from tutor.catalog import get_puzzle
     from tutor.grading.answer import unreadable_answer
-    from tutor.render import answer_view, verdict_view
+    from tutor.cli_views import answer_view, verdict_view
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
@@ -106,16 +107,15 @@ def cmd_grade(args) -> int:
 
 def cmd_watch(args) -> int:
     """A quick check now and after every save of the puzzle's files, until Ctrl-C; nothing is recorded."""
-    from watchfiles import watch
-
     from tutor.catalog import get_puzzle
-    from tutor.quick_check import WATCH_DEBOUNCE_MS, quick_check
-    from tutor.render import answer_view, error_view, quick_check_view
+    from tutor.cli_views import answer_view, error_view, quick_check_view
+    from tutor.quick_check import quick_check
+    from tutor.saves import saves
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
     p = get_puzzle(args.puzzle)
-    folder, names = ws.puzzle_dir(p), set(p.editable)
+    folder = ws.puzzle_dir(p)
     running: list = []  # the latest harness: its process group has a session of its own, out of Ctrl-C's reach
 
     def register(run) -> None:
@@ -137,9 +137,8 @@ def cmd_watch(args) -> int:
 
     try:
         check("of your files")
-        saves = watch(folder, debounce=WATCH_DEBOUNCE_MS, watch_filter=lambda _c, path: Path(path).name in names)
-        for changes in saves:
-            check(f"after your save of {', '.join(sorted({Path(path).name for _, path in changes}))}")
+        for saved in saves(ws, p):
+            check(f"after your save of {', '.join(path.name for path in saved)}")
     except KeyboardInterrupt:
         for run in running:
             run.cancel()
@@ -179,6 +178,8 @@ def cmd_taxonomy(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tutor.profilers.registry import PROFILERS  # light: the profilers' parsers load when a profile is read
+
     parser = argparse.ArgumentParser(prog="infprof-tutor", description="Learn to find GPU inference bottlenecks by profiling.")
     parser.add_argument("--workspace", type=Path, default=None, help="workspace folder (default: found from here)")
     sub = parser.add_subparsers(dest="command")
@@ -197,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("puzzle")
         p.set_defaults(func=func)
         if name == "profile":
-            p.add_argument("--profiler", default="torch", choices=["torch", "ncu", "nsys"])
+            p.add_argument("--profiler", default="torch", choices=list(PROFILERS))
             p.add_argument("--which", default="baseline", choices=["baseline", "mine"])
     return parser
 
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print("Interrupted.")
         return 130
     except TutorError as e:
-        from tutor.render import error_view
+        from tutor.cli_views import error_view
 
         err_console.print(error_view(e))
         # A workload that failed is a failed attempt (1); a machine or usage problem is 2.

@@ -17,10 +17,9 @@ from functools import cache
 from pathlib import Path
 
 from tutor.catalog import Puzzle
+from tutor.profilers.registry import PROFILERS
 
 NVIDIA_PROC = Path("/proc/driver/nvidia")
-# Profilers a puzzle may name -> ("module" or "program", what to look for).
-PROFILER_NEEDS = {"torch": ("module", "torch"), "nsys": ("program", "nsys"), "ncu": ("program", "ncu")}
 
 
 @dataclass(frozen=True)
@@ -137,10 +136,8 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
         blockers.append(Blocker("missing package", f"Not installed: {', '.join(missing)}. Install the GPU extras: "
                                 "pip install -e '.[gpu]'."))
     # Only the first profiler is needed to solve a puzzle; the others are further views of it.
-    for profiler in puzzle.profilers[:1]:
-        kind, name = PROFILER_NEEDS.get(profiler, ("program", profiler))
-        found = _has_module(name) if kind == "module" else shutil.which(name) is not None
-        if not found and not (kind == "module" and name == "torch" and not m.torch_installed):
-            blockers.append(Blocker("missing profiler", f"The {profiler} profiler is not available "
-                                    f"({name} not found)."))
+    # Without torch nothing runs at all, which the first blocker already says.
+    problem = PROFILERS[puzzle.profilers[0]].problem(m) if m.torch_installed else None
+    if problem:
+        blockers.append(Blocker("missing profiler", f"{problem.message} {problem.advice}".strip()))
     return Readiness(tuple(blockers))

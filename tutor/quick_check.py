@@ -22,7 +22,6 @@ from tutor.stats import Estimate
 from tutor.workspace import Workspace
 
 MIN_ROUNDS = 10  # fewer and the 95% interval of the median is the whole range of the samples
-WATCH_DEBOUNCE_MS = 400  # editors write a file in several steps: one check per save
 
 
 @dataclass

@@ -6,7 +6,6 @@ for traces) loads when the first run starts, and torch never loads here at all.
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Iterable
 
@@ -97,16 +96,15 @@ class InfprofApp(App[int]):
             self.push_screen(HelpScreen(self.screen))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from getattr(screen, "palette_commands", lambda: ())()
-        if self.workspace is not None:
-            for p in self.puzzles.values():
-                yield SystemCommand(f"Open {p.id}", p.title, partial(self.open_puzzle, p.id))
-                yield SystemCommand(f"Grade {p.id}", "check, time and grade your solution",
-                                    partial(self.open_puzzle, p.id, "grade"))
-                yield SystemCommand(f"Profile {p.id} baseline", "profile the baseline: metrics and a trace",
-                                    partial(self.open_puzzle, p.id, "profile-baseline"))
-        yield SystemCommand("Help", "Keys and how the tutor works", self.action_help)
-        yield SystemCommand("Bottleneck taxonomy", "The ids you can name in answer.toml", self.action_taxonomy)
+        from tutor.app import commands
+        from tutor.app.screens.puzzle import PuzzleScreen
+        from tutor.app.screens.results import ResultsScreen
+
+        if isinstance(screen, PuzzleScreen):
+            yield from commands.puzzle_commands(screen)
+        elif isinstance(screen, ResultsScreen):
+            yield from commands.results_commands(screen)
+        yield from commands.app_commands(self)
         yield from super().get_system_commands(screen)
 
     def action_taxonomy(self) -> None:
@@ -116,6 +114,6 @@ class InfprofApp(App[int]):
 
 
 def _short(path: Path) -> str:
-    from tutor.app.formatting import short_path
+    from tutor.formatting import short_path
 
     return short_path(path)

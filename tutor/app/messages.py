@@ -39,7 +39,3 @@ class EditFile(Message):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
-
-
-class MachineProbed(Message):
-    """The machine check (GPUs, driver, packages) finished; puzzle readiness can be shown."""

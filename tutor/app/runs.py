@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from tutor.catalog import Puzzle
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.machine import Machine, readiness
+from tutor.profilers.registry import get_profiler, profiler_name
 from tutor.workspace import Workspace
 
 if TYPE_CHECKING:  # the grading stack loads only when a run starts
@@ -26,11 +27,6 @@ STAGE_LABELS = {
     "checking": "check", "timing": "time", "serving": "memory run", "profiling": "profile",
     "extracting": "extract", "grading": "grade",
 }
-# Profiler id (puzzle.toml `profilers`, `profile --profiler`) -> its name in the learner's words, and what it gives.
-PROFILER_NAMES = {"torch": "the PyTorch profiler", "ncu": "Nsight Compute", "nsys": "Nsight Systems"}
-PROFILER_GIVES = {"torch": "metrics, kernels and a trace for Perfetto",
-                  "ncu": "each kernel's speed of light, occupancy and stall reasons; a report for ncu-ui",
-                  "nsys": "a timeline of kernels, copies, CUDA API calls and NVTX ranges; a report for nsys-ui"}
 WORKLOAD_NAMES = {"baseline": "the baseline", "mine": "your workload"}
 
 
@@ -67,27 +63,8 @@ def run_kind(key: str, puzzle: Puzzle) -> RunKind:
     profiler = rest[0] if rest else puzzle.profilers[0]
     title = f"Profiling {WORKLOAD_NAMES[which]}"
     if profiler != puzzle.profilers[0]:
-        title += f" with {PROFILER_NAMES.get(profiler, profiler)}"
+        title += f" with {profiler_name(profiler)}"
     return RunKind(f"profile-{which}-{profiler}", title, _PROFILE_STAGES, which, profiler)
-
-
-def profiler_problem(profiler: str, machine: Machine | None) -> TutorError | None:
-    """Why `profiler` cannot run here (the profiler's own message and install advice), or None."""
-    if profiler == "torch":
-        if machine is not None and not machine.torch_installed:
-            return EnvironmentProblem("PyTorch is not installed in the tutor's environment.",
-                                      "Reinstall with `make run`.")
-        return None
-    from tutor.profilers import ncu, nsys_run  # light modules: finding a tool loads nothing heavy
-
-    finder = {"ncu": ncu.find_ncu, "nsys": nsys_run.find_nsys}.get(profiler)
-    if finder is None:
-        return EnvironmentProblem(f"infprof-tutor has no profiler called {profiler!r}.")
-    try:
-        finder()
-    except EnvironmentProblem as e:
-        return e
-    return None
 
 
 def preflight(kind: RunKind, puzzle: Puzzle, machine: Machine | None) -> TutorError | None:
@@ -95,7 +72,12 @@ def preflight(kind: RunKind, puzzle: Puzzle, machine: Machine | None) -> TutorEr
     ready = readiness(puzzle, machine)
     if not ready.ok:
         return EnvironmentProblem(f"{puzzle.id} cannot run on this machine ({ready.label}).", ready.why)
-    return profiler_problem(kind.profiler, machine) if kind.profiler else None
+    if not kind.profiler:
+        return None
+    try:
+        return get_profiler(kind.profiler).problem(machine)
+    except TutorError as e:  # not a profiler the tutor knows
+        return e
 
 
 def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[dict], None],

@@ -9,7 +9,6 @@ samples go back; statistics are computed by the tutor.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import sys
@@ -17,8 +16,7 @@ import traceback
 from pathlib import Path
 
 from tutor.harness.events import EventSink
-from tutor.harness.guard import Guard
-from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
+from tutor.harness.loading import HarnessFailure
 
 
 def main(argv: list[str]) -> int:
@@ -46,111 +44,8 @@ def run(request: dict, sink: EventSink) -> dict:
     if request["mode"] == "check":
         from tutor.harness import lockstep
         return lockstep.check_and_time(request, sink)
+    from tutor.harness.alone import run_alone  # profile, kernels, timeline, memory: one workload here
     return run_alone(request, sink)
-
-
-def run_alone(request: dict, sink: EventSink) -> dict:
-    """Profile, kernels, timeline and memory modes: one workload, in this process."""
-    from tutor.harness.compile_report import CompileWatch
-    from tutor.harness.memory_facts import CaptureCounter, memory_facts
-    from tutor.harness.worker import SPEC_API, WORKLOAD_API, setup
-
-    device = setup(request, timing=False)
-    # Before any workload loads, so every capture is counted, torch.compile's included.
-    captures = CaptureCounter() if device.cuda else None
-    compiled = CompileWatch()
-    # Before learner code: from here on it cannot open the reference solution or the progress db.
-    Guard(request.get("protected", {}))
-    spec = load_module(Path(request["spec"]), "spec", SPEC_API)
-    [name] = request["prepare"]
-    module = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
-    sink.stage("preparing", name)
-    weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)
-    state = call_workload(f"{name}.prepare()", module.prepare, weights, device.name)
-    del weights
-    device.poison_free_memory()
-
-    def forward(name, x):
-        return call_workload(f"{name}.forward()", module.forward, state, x)
-
-    result = {"env": device.describe()}
-    if request["mode"] == "profile":
-        result.update(profile(request, spec, forward, device, sink))
-        if device.cuda:
-            for key, value in memory_facts(captures).items():  # the profiled window's peaks stay
-                result["memory"].setdefault(key, value)
-        result["memory"].update({k: v for k, v in compiled.report().items() if k != "reasons"})
-    elif request["mode"] == "memory":
-        result.update(serve_for_memory(request, spec, forward, device, sink, captures))
-    elif request["mode"] in ("kernels", "timeline"):
-        result.update(kernels(request, spec, forward, device, sink))
-    else:
-        raise HarnessFailure("bad_request", f"unknown mode {request['mode']!r}")
-    return result
-
-
-def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:
-    """The inputs to profile, after warm-up calls (compilation, autotuning) outside any profiled range."""
-    name, iterations, seed = request["profile"]["workload"], request["profile"]["iterations"], request["seed"]
-    inputs = [call_workload("spec.make_input", spec.make_input, seed + 1 + i, device.name) for i in range(iterations)]
-    warm = warmup_inputs(spec, seed + 7, device.name)
-    sink.stage("warmup", name)
-    for i in range(max(request["timing"]["warmup"], len(warm))):
-        forward(name, warm[i % len(warm)])
-    for x in inputs:  # each profiled input once, so nothing is first seen inside the profile
-        forward(name, x)
-    device.synchronize()
-    return inputs
-
-
-def serve_for_memory(request: dict, spec, forward, device, sink: EventSink, captures) -> dict:
-    """Serve the warm-up inputs (every shape the puzzle uses) twice, then say what memory that took."""
-    from tutor.harness.memory_facts import graph_pool_mb, memory_facts
-
-    name = request["prepare"][0]
-    inputs = warmup_inputs(spec, request["seed"], device.name)
-    sink.stage("serving", f"{name}: {len(inputs)} inputs, twice, for its memory")
-    pool_by_input = []
-    for _ in range(2):
-        for x in inputs:
-            forward(name, x)
-            if device.cuda:
-                pool_by_input.append(graph_pool_mb())
-    device.synchronize()
-    if not device.cuda:
-        return {"workload": name, "memory": {}}
-    return {"workload": name, "memory": {**memory_facts(captures), "graph_pool_mb_by_warmup": pool_by_input}}
-
-
-def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:
-    """One PyTorch-profiler trace of the workload's profiled iterations."""
-    from tutor.harness.torch_profile import profile_iterations
-
-    name = request["profile"]["workload"]
-    inputs = _warm_inputs(request, spec, forward, device, sink)
-    sink.stage("profiling", f"{name}: {len(inputs)} iterations")
-    trace = Path(request["profile"]["trace_path"])
-    memory = profile_iterations(lambda i: forward(name, inputs[i]), len(inputs), trace)
-    return {"trace_path": str(trace), "memory": memory, "workload": name}
-
-
-def kernels(request: dict, spec, forward, device, sink: EventSink) -> dict:
-    """The profiled iterations inside the NVTX range the Nsight tool is told to read.
-
-    Nsight Compute filters on `infprof.kernels`; an Nsight Systems timeline
-    also needs one `infprof.iter` range per forward() to count iterations by.
-    """
-    name = request["profile"]["workload"]
-    timeline = request["mode"] == "timeline"
-    inputs = _warm_inputs(request, spec, forward, device, sink)
-    tool = "Nsight Systems" if timeline else "Nsight Compute (each kernel is replayed)"
-    sink.stage("profiling", f"{name}: {len(inputs)} iterations under {tool}")
-    with device.range("kernels"):
-        for x in inputs:
-            with device.range("iter") if timeline else contextlib.nullcontext():
-                forward(name, x)
-        device.synchronize()
-    return {"workload": name}
 
 
 if __name__ == "__main__":

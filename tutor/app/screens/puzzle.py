@@ -8,14 +8,11 @@ rustlings; `g` grades for real. Leaving the screen cancels a run in progress.
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
 from textual import on, work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -23,18 +20,18 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
 
-from tutor.app.formatting import in_workspace, short_path
 from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
-from tutor.app.runs import PROFILER_GIVES, RunKind, execute, preflight, profiler_problem, run_kind
+from tutor.app.runs import RunKind, execute, preflight, run_kind
 from tutor.app.widgets.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
 from tutor.app.widgets.puzzle_card import readiness_line, status_line
 from tutor.app.widgets.run_panel import RunPanel
 from tutor.catalog import Puzzle
+from tutor.editor import editor_command
 from tutor.errors import TutorError
+from tutor.formatting import in_workspace, short_path
 from tutor.machine import readiness
-
-FALLBACK_EDITORS = ("nano", "vim", "vi")
+from tutor.saves import saves_async
 
 
 class PuzzleScreen(Screen):
@@ -111,7 +108,7 @@ class PuzzleScreen(Screen):
 
     @work(thread=True, exclusive=True, group="standing")
     def load_standing(self, show_last: bool = False) -> None:
-        from tutor.app.records import load_record
+        from tutor.records import load_record
         from tutor.progress import Progress
 
         progress = Progress(self.ws.db_path)
@@ -289,7 +286,7 @@ class PuzzleScreen(Screen):
 
     @on(EditFile)
     def _edit(self, message: EditFile) -> None:
-        command = _editor_command()
+        command = editor_command()
         if command is None:
             self.notify(f"Set $EDITOR to edit from here, or open {message.path} in any editor.",
                         title="No editor", severity="warning", timeout=8)
@@ -325,15 +322,8 @@ class PuzzleScreen(Screen):
 
     @work(exclusive=True, group="watch")
     async def _watch_files(self) -> None:
-        from watchfiles import awatch
-
-        from tutor.quick_check import WATCH_DEBOUNCE_MS
-
-        names = set(self.puzzle.editable)
-        stop = self._watch_stop
-        async for changes in awatch(self.ws.puzzle_dir(self.puzzle), stop_event=stop, debounce=WATCH_DEBOUNCE_MS,
-                                    watch_filter=lambda _change, path: Path(path).name in names):
-            self.post_message(FilesSaved(sorted({Path(p) for _, p in changes})))
+        async for saved in saves_async(self.ws, self.puzzle, self._watch_stop):
+            self.post_message(FilesSaved(saved))
 
     @on(FilesSaved)
     def _files_saved(self, message: FilesSaved) -> None:
@@ -348,40 +338,3 @@ class PuzzleScreen(Screen):
             self._cancel_run()
         else:
             self._check_after_run = True  # a grade or profile the learner asked for runs to its end
-
-    # -- the command palette -----------------------------------------------------------------------
-
-    def palette_commands(self):
-        p = self.puzzle.id
-        yield SystemCommand("Grade", f"check, time and grade your {p} files (g)", lambda: self.action_run("grade"))
-        yield from self._profile_commands()
-        if self.running is not None:
-            yield SystemCommand("Cancel the run", "stop the workload process (c)", self.action_cancel)
-        yield SystemCommand("Quick check", "correctness and speed now, not recorded (what watch mode runs)",
-                            lambda: self.action_run("check"))
-        yield SystemCommand("Watch mode on/off", "a quick check on every save (w)", self.action_toggle_watch)
-        yield SystemCommand("Reveal a hint", "the next hint, recorded (h)", self.action_hint)
-        for name in self.puzzle.editable:
-            yield SystemCommand(f"Edit {name}", f"open {p}/{name} in $EDITOR", lambda n=name: self.action_edit(n))
-        yield SystemCommand("Results", "verdict, metrics, kernels, history (r)", self.action_results)
-
-    def _profile_commands(self):
-        """Profile the baseline or mine with each profiler the puzzle lists; one not installed says so."""
-        first = self.puzzle.profilers[0]
-        for profiler in self.puzzle.profilers:
-            problem = profiler_problem(profiler, self.app.machine)
-            gives = f"not available here: {problem.message}" if problem else PROFILER_GIVES.get(profiler, "")
-            for which, title, key in (("baseline", "Profile the baseline", "p"), ("mine", "Profile mine", "P")):
-                if profiler == first:
-                    yield SystemCommand(title, f"{gives} ({key})", lambda w=which: self.action_run(f"profile-{w}"))
-                else:
-                    yield SystemCommand(f"{title} with {profiler}", gives,
-                                        lambda w=which, f=profiler: self.action_run(f"profile-{w}-{f}"))
-
-
-def _editor_command() -> list[str] | None:
-    for var in ("VISUAL", "EDITOR"):
-        if os.environ.get(var, "").strip():
-            return shlex.split(os.environ[var])
-    found = next((e for e in FALLBACK_EDITORS if shutil.which(e)), None)
-    return [found] if found else None

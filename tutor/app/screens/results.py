@@ -7,7 +7,7 @@ metrics differ), the most recently used first; `f` moves to the next one on reco
 from __future__ import annotations
 
 from textual import on, work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -15,14 +15,13 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
-from tutor.app.openers import opener_for
-from tutor.app.records import ProfileRecord, PuzzleRecord, load_record
-from tutor.app.runs import PROFILER_NAMES
 from tutor.app.widgets.attempts_plot import AttemptsPlot
 from tutor.app.widgets.kernels import KernelsView, KernelTable
 from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView
 from tutor.app.widgets.verdict import VerdictView, verdict_title
 from tutor.catalog import Puzzle
+from tutor.profilers.registry import opener_for, profiler_name
+from tutor.records import ProfileRecord, PuzzleRecord, load_record
 
 TABS = ("verdict", "metrics", "kernels", "compare", "history", "trace")
 
@@ -158,7 +157,7 @@ class ResultsScreen(Screen):
         if on_record:
             at = on_record.index(self.profiler) if self.profiler in on_record else -1
             self.profiler = on_record[(at + 1) % len(on_record)]
-            self.notify(f"Showing the profiles by {PROFILER_NAMES.get(self.profiler, self.profiler)}.", timeout=2)
+            self.notify(f"Showing the profiles by {profiler_name(self.profiler)}.", timeout=2)
 
     def action_sort(self) -> None:
         title = self.query_one(KernelTable).next_sort()
@@ -170,17 +169,3 @@ class ResultsScreen(Screen):
             opener = opener_for(profile.profiler)
             self.app.copy_to_clipboard(opener.command(profile.trace_path))
             self.notify(f"Copied the command that opens the {opener.noun} in {opener.viewer}.", timeout=3)
-
-    def palette_commands(self):
-        for i, tab in enumerate(TABS, 1):
-            yield SystemCommand(f"Show {tab}", f"the {tab} tab ({i})", lambda t=tab: self.action_show_tab(t))
-        yield SystemCommand("Switch baseline/mine profile", "which profile Metrics, Kernels and Trace show (t)",
-                            self.action_switch_profile)
-        for profiler in self.record.profilers():
-            yield SystemCommand(f"Show the {profiler} profiles", f"Metrics, Kernels, Compare and Trace by "
-                                f"{PROFILER_NAMES.get(profiler, profiler)} (f)",
-                                lambda p=profiler: setattr(self, "profiler", p))
-        if self.shown_profile:
-            opener = opener_for(self.shown_profile.profiler)
-            yield SystemCommand(f"Copy the {opener.viewer} command", f"the line that opens the {opener.noun} (y)",
-                                self.action_copy_command)

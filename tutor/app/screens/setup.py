@@ -12,8 +12,8 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Static
 
-from tutor.app.formatting import short_path
 from tutor.errors import TutorError
+from tutor.formatting import short_path
 
 INTRO = ("A workspace holds your copy of every puzzle's files (you edit them there), and a .infprof/ folder "
          "with your progress database and the traces of your runs. Nothing else on your machine is touched.")

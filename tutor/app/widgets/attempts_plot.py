@@ -6,8 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tutor.app.records import Attempt
 from tutor.catalog import Puzzle
+from tutor.records import Attempt
 
 
 class AttemptsPlot(Vertical):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from tutor.catalog import Puzzle
-from tutor.render import hardware_line
 
 
 def story_markdown(p: Puzzle) -> str:
@@ -27,7 +26,7 @@ def grading_markdown(p: Puzzle) -> str:
 |---|---|---|
 {tiers}
 
-Needs: {hardware_line(p)} · profilers: {", ".join(p.profilers)}
+Needs: {p.hardware.needs()} · profilers: {", ".join(p.profilers)}
 """
 
 

@@ -11,8 +11,8 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from tutor.app.records import ProfileRecord, time_breakdown
 from tutor.app.widgets.metrics import no_profile
+from tutor.records import ProfileRecord, time_breakdown
 
 @dataclass(frozen=True)
 class Column:

@@ -10,11 +10,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from tutor.app.formatting import in_workspace, metric_value, ratio
-from tutor.app.openers import opener_for
-from tutor.app.records import HEADLINE, KEY_FIGURES, ProfileRecord, compare_rows
-from tutor.app.runs import PROFILER_NAMES
+from tutor.formatting import in_workspace, metric_value, ratio
 from tutor.metrics import describe
+from tutor.profilers.registry import PROFILERS, opener_for, profiler_name
+from tutor.records import HEADLINE, KEY_FIGURES, ProfileRecord, compare_rows
 
 MUTED = "$foreground-muted"
 
@@ -33,20 +32,20 @@ def how_to_profile(which: str, profiler: str) -> str:
 
 def no_profile(which: str, profiler: str) -> Content:
     """What to do when there is no `which` profile by `profiler` to show."""
-    return Content.assemble((f"No {which} profile by {PROFILER_NAMES.get(profiler, profiler)} yet: ", "bold"),
+    return Content.assemble((f"No {which} profile by {profiler_name(profiler)} yet: ", "bold"),
                             how_to_profile(which, profiler), ".")
 
 
 def headline(record: ProfileRecord) -> Content:
-    """Busy or idle, launches, memory (the host's side of a CPU run; the top kernel under Nsight Compute)."""
+    """Busy or idle, launches, memory (the host's side of a CPU run; what a kernel profiler says of the top kernel)."""
     values, labels = record.metrics.values, dict(KEY_FIGURES)
-    names = HEADLINE.get(record.profiler) or HEADLINE.get(record.metrics.device, HEADLINE["cpu"])
+    profiler = PROFILERS.get(record.profiler, PROFILERS["torch"])
+    names = profiler.headline or HEADLINE.get(record.metrics.device, HEADLINE["cpu"])
     parts = [Content.assemble((labels[name] + " ", MUTED), (metric_value(name, values[name]), "bold"))
              for name in names if name in values]
     if record.metrics.device == "cpu":
         parts.append(Content.styled("no GPU activity", MUTED))
-    lead = "top kernel (most GPU time): " if record.profiler == "ncu" else "per forward(): "
-    return Content.assemble((lead, MUTED), Content(" · ").join(parts))
+    return Content.assemble((profiler.subject + ": ", MUTED), Content(" · ").join(parts))
 
 
 class TraceView(VerticalScroll):
@@ -147,7 +146,7 @@ class CompareView(Vertical):
         table.clear()
         missing = [w for w, r in (("baseline", baseline), ("mine", mine)) if r is None]
         if len(missing) == 2:
-            note.update(Content.assemble((f"No profiles by {PROFILER_NAMES.get(profiler, profiler)} yet: ", "bold"),
+            note.update(Content.assemble((f"No profiles by {profiler_name(profiler)} yet: ", "bold"),
                                          how_to_profile("baseline", profiler), "; ",
                                          how_to_profile("mine", profiler), "."))
             return

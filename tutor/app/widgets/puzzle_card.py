@@ -5,11 +5,10 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from tutor.app.formatting import speedup
 from tutor.catalog import Puzzle
+from tutor.formatting import speedup
 from tutor.machine import Readiness
 from tutor.progress import PuzzleStatus
-from tutor.render import hardware_line
 
 
 def status_line(status: PuzzleStatus | None, separator: str = " · ") -> Content:
@@ -45,7 +44,7 @@ class PuzzleCard(Static):
         self.update(Content("\n").join([
             Content.styled(puzzle.title, "bold"),
             Content(puzzle.summary),
-            Content.assemble(("needs    ", label), hardware_line(puzzle), ("   profilers ", label),
+            Content.assemble(("needs    ", label), puzzle.hardware.needs(), ("   profilers ", label),
                              ", ".join(puzzle.profilers)),
             Content.assemble(("progress ", label), status_line(status)),
             readiness_line(ready),

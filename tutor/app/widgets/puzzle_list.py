@@ -6,8 +6,8 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tutor.app.formatting import speedup
 from tutor.catalog import Puzzle
+from tutor.formatting import speedup
 from tutor.machine import Readiness
 from tutor.progress import PuzzleStatus
 

@@ -17,13 +17,13 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
-from tutor.app.formatting import metric_value, short_path, speedup
-from tutor.app.openers import opener_for
 from tutor.app.runs import STAGE_LABELS, RunKind
-from tutor.errors import EnvironmentProblem, TutorError
 from tutor.app.widgets.verdict import VerdictView, verdict_title
+from tutor.errors import EnvironmentProblem, TutorError
+from tutor.formatting import metric_value, short_path, speedup
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics
+from tutor.profilers.registry import opener_for
 
 if TYPE_CHECKING:
     from tutor.grading.answer import AnswerError

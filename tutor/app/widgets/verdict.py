@@ -7,7 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from tutor.app.formatting import speedup
+from tutor.formatting import speedup
 from tutor.grading.verdict import Criterion, Verdict
 
 MARK_WIDTH = len("✓ PASS ")

@@ -1,4 +1,4 @@
-"""What the learner has on record for one puzzle, read from the progress db for the results views.
+"""What the learner has on record for one puzzle, read from the progress db for the results views and the CLI.
 
 Read-only: the latest verdict, every attempt (for the history plot), and the
 newest baseline and mine profile from each profiler (for metrics, kernels, the
@@ -31,20 +31,19 @@ KEY_FIGURES: tuple[tuple[str, str], ...] = (
     ("graphs.replays_per_iter", "graph replays"),
     ("memory.peak_allocated_mb", "peak allocated"),
     ("memory.peak_reserved_mb", "peak reserved"),
-    # Nsight Compute describes the kernel with the most GPU time.
+    # A kernel profiler's (tutor.profilers.registry): the kernel with the most GPU time.
     ("ncu.duration_us", "duration"),
     ("ncu.sm_throughput_pct", "SM throughput"),
     ("ncu.memory_throughput_pct", "memory throughput"),
     ("ncu.achieved_occupancy_pct", "occupancy"),
     ("ncu.registers_per_thread", "registers"),
 )
-# The few of them a headline shows, by profiler, else by where the profile ran.
-HEADLINE = {"ncu": ("ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct",
-                    "ncu.achieved_occupancy_pct", "ncu.registers_per_thread"),
-            "cuda": ("gpu.busy_fraction", "gpu.idle_us_per_iter", "kernels.per_iter", "sync.calls_per_iter",
+# The few of them a timeline's headline shows, by where the profile ran (a profiler may name its own:
+# tutor.profilers.registry).
+HEADLINE = {"cuda": ("gpu.busy_fraction", "gpu.idle_us_per_iter", "kernels.per_iter", "sync.calls_per_iter",
                      "memory.peak_reserved_mb"),
             "cpu": ("cpu.time_per_iter_us", "cpu.ops_per_iter", "cpu.allocs_per_iter")}
-TOP_KERNELS = 5  # a breakdown by kernel (no categories: Nsight Compute) shows these and "other"
+TOP_KERNELS = 5  # a breakdown by kernel (a kernel profiler's has no categories) shows these and "other"
 
 
 @dataclass(frozen=True)

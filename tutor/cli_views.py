@@ -12,27 +12,17 @@ from rich.text import Text
 
 from tutor.catalog import Puzzle
 from tutor.errors import TutorError
+from tutor.formatting import metric_value
 from tutor.grading.answer import AnswerError
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics, describe
 from tutor.progress import PuzzleStatus
+from tutor.records import compare_rows
 
 if TYPE_CHECKING:
     from tutor.quick_check import QuickCheck  # loads the grading stack: only the commands that check do
 
 STATUS_STYLE = {"new": "dim", "attempted": "yellow", "solved": "green"}
-
-
-def hardware_line(p: Puzzle) -> str:
-    hw = p.hardware
-    if hw.device == "cpu":
-        return "CPU only"
-    need = f"{hw.gpus} CUDA GPU(s)" if hw.gpus > 1 else "1 CUDA GPU"
-    if hw.min_compute_capability:
-        need += f", compute capability >= {hw.min_compute_capability:g}"
-    if hw.packages:
-        need += f"; packages: {', '.join(hw.packages)}"
-    return need
 
 
 def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus]) -> Table:
@@ -57,7 +47,7 @@ def puzzle_page(p: Puzzle, editable_paths: list[str]) -> Group:
     files = "\n".join(f"  {path}" for path in editable_paths)
     return Group(
         Text(f"{p.id} · level {p.level} · {p.title}", style="bold"),
-        Text(f"Needs: {hardware_line(p)}   Profilers: {', '.join(p.profilers)}", style="dim"),
+        Text(f"Needs: {p.hardware.needs()}   Profilers: {', '.join(p.profilers)}", style="dim"),
         Markdown(p.story),
         Panel(grading, title="How it is graded", title_align="left"),
         Text(f"Edit:\n{files}\nThen: infprof-tutor profile {p.id} · infprof-tutor grade {p.id}"),
@@ -68,9 +58,11 @@ def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
     values = Table(title="Metrics (cite these names in answer.toml)", title_justify="left")
     values.add_column("metric")
     values.add_column("value", justify="right")
+    values.add_column("in answer.toml", justify="right", style="dim")
     values.add_column("meaning", style="dim")
-    for name, value in sorted(m.values.items()):
-        values.add_row(name, f"{value:.6g}", describe(name))  # as written in answer.toml
+    # The TUI's order and units (key figures first), and the plain number a learner cites.
+    for name, value, _ in compare_rows(m, None):
+        values.add_row(name, metric_value(name, value), f"{value:.6g}", describe(name))
     parts = [values]
     if m.kernels:
         kernels = Table(title=f"Top kernels ({m.device})", title_justify="left")

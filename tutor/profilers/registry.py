@@ -1,0 +1,105 @@
+"""Every profiler the tutor drives, one record each, read by the CLI, the TUI and tutor.actions alike.
+
+A record says what the profiler is called and gives, how to tell whether its tool is here, how a
+profile is taken (tutor.profilers.capture) and how a learner opens what it wrote. Adding a profiler
+is one record here, its capture function and its parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from tutor.errors import EnvironmentProblem, TutorError
+from tutor.profilers import capture, ncu, nsys_run
+from tutor.profilers.openers import Opener
+from tutor.protocol import NVTX_ITER_RANGE, NVTX_KERNELS_RANGE, TORCH_ITER_RANGE
+
+if TYPE_CHECKING:
+    from tutor.machine import Machine
+
+PERFETTO_SCRIPT = "https://github.com/google/perfetto/raw/main/tools/open_trace_in_ui"
+
+
+@dataclass(frozen=True)
+class Profiler:
+    id: str  # puzzle.toml `profilers`, `profile --profiler`
+    name: str  # in the learner's words
+    gives: str
+    opener: Opener
+    capture: Callable  # (request, run_dir, puzzle, on_event, register) -> (ProfileMetrics, the file to open)
+    find_tool: Callable[[Machine | None], object]  # raises EnvironmentProblem (what is missing, how to get it)
+    # What a profile's headline shows: empty for the timeline's figures per forward() (by device, the
+    # faces choose); else these metrics, which describe `subject`.
+    headline: tuple[str, ...] = ()
+    subject: str = "per forward()"
+
+    def problem(self, machine: Machine | None = None) -> EnvironmentProblem | None:
+        """Why this profiler cannot run here, or None."""
+        try:
+            self.find_tool(machine)
+        except EnvironmentProblem as e:
+            return e
+        return None
+
+
+def _torch_installed(machine: Machine | None) -> None:
+    if machine is not None and not machine.torch_installed:
+        raise EnvironmentProblem("PyTorch is not installed in the tutor's environment.", "Reinstall with `make run`.")
+
+
+PROFILERS: dict[str, Profiler] = {p.id: p for p in (
+    Profiler(
+        "torch", "the PyTorch profiler", "metrics, kernels and a trace for Perfetto",
+        Opener("trace", "PyTorch profiler, Chrome JSON", "Perfetto",
+               f"curl -sL {PERFETTO_SCRIPT} | python3 - -i {{path}}",
+               "with Perfetto's own script",
+               "in a browser: https://ui.perfetto.dev → Open trace file",
+               "on a remote machine add -n and forward the port: ssh -L 9001:127.0.0.1:9001 HOST",
+               (f"each forward() sits in an {TORCH_ITER_RANGE} range: the metrics count only what is inside them",
+                "gaps between kernels on the GPU rows are idle time; the host rows above them say why")),
+        capture.torch_profile, _torch_installed),
+    Profiler(
+        "ncu", "Nsight Compute",
+        "each kernel's speed of light, occupancy and stall reasons; a report for ncu-ui",
+        Opener("report", "Nsight Compute, .ncu-rep", "Nsight Compute", "ncu-ui {path}",
+               "in Nsight Compute's GUI",
+               "in Nsight Compute: File → Open File",
+               "on a remote machine, copy the report to one with Nsight Compute: scp HOST:<path> .",
+               (f"one result per kernel launch inside the harness's {NVTX_KERNELS_RANGE} range (one forward())",
+                "Details → GPU Speed Of Light: how close the kernel comes to the compute or the memory peak",
+                "Occupancy and Launch Statistics: what limits the warps per SM (registers, shared memory, block)",
+                "Warp State Statistics: the stall reasons say what the warps wait on")),
+        capture.ncu_profile, lambda machine: ncu.find_ncu(),
+        headline=("ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct",
+                  "ncu.achieved_occupancy_pct", "ncu.registers_per_thread"),
+        subject="top kernel (most GPU time)"),
+    Profiler(
+        "nsys", "Nsight Systems",
+        "a timeline of kernels, copies, CUDA API calls and NVTX ranges; a report for nsys-ui",
+        Opener("report", "Nsight Systems, .nsys-rep", "Nsight Systems", "nsys-ui {path}",
+               "in Nsight Systems' GUI",
+               "in Nsight Systems: File → Open",
+               "on a remote machine, copy the report to one with Nsight Systems: scp HOST:<path> .",
+               (f"the NVTX rows: each forward() sits in an {NVTX_ITER_RANGE} range inside {NVTX_KERNELS_RANGE}",
+                "gaps on the CUDA HW rows are idle GPU time; the CUDA API and OS runtime rows say why")),
+        capture.nsys_profile, lambda machine: nsys_run.find_nsys()),
+)}
+
+
+def get_profiler(profiler_id: str) -> Profiler:
+    try:
+        return PROFILERS[profiler_id]
+    except KeyError:
+        raise TutorError(f"infprof-tutor has no profiler called {profiler_id!r}.",
+                         f"Choose one of: {', '.join(PROFILERS)}.") from None
+
+
+def profiler_name(profiler_id: str) -> str:
+    """The profiler's name in the learner's words (its id when unknown, e.g. in an old record)."""
+    return PROFILERS[profiler_id].name if profiler_id in PROFILERS else profiler_id
+
+
+def opener_for(profiler_id: str) -> Opener:
+    """The profiler's opener; an unknown profiler's file is treated as a Chrome trace (torch's)."""
+    return PROFILERS.get(profiler_id, PROFILERS["torch"]).opener
