@@ -551,3 +551,13 @@ def test_the_app_reaches_its_first_frame_without_torch_or_pandas(workspace):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_tier_lines_close_together_label_only_the_higher():
+    # puzzle0's 5x / 10x / 20x on an axis to 58x: 10x would share a row with 20x in a short plot.
+    from tutor.app.widgets.attempts_plot import spaced_ticks
+
+    tiers = get_puzzle("puzzle0").tiers
+    assert [t.name for t in spaced_ticks(tiers, 58.0)] == ["gold", "bronze"]
+    assert [t.name for t in spaced_ticks(tiers, 30.0)] == ["gold", "silver"]
+    assert [t.name for t in spaced_ticks(tiers, 20.0)] == ["gold", "silver", "bronze"]

@@ -52,6 +52,35 @@ def test_unknown_puzzle_is_a_usage_error(in_workspace, capsys):
     assert "Known puzzles" in capsys.readouterr().err
 
 
+def test_a_bug_of_ours_is_a_panel_and_a_log_not_a_traceback(in_workspace, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    import tutor.cli as cli
+
+    def broken(args):
+        raise KeyError("category")
+
+    monkeypatch.setattr(cli, "cmd_list", broken)
+    assert main(["list"]) == 3
+    err = capsys.readouterr().err
+    assert "unexpected KeyError" in err and "Traceback" not in err
+    [log] = (tmp_path / "state").rglob("crash.log")
+    assert "Traceback" in log.read_text() and "KeyError" in log.read_text()
+
+
+def test_an_nsight_compute_profile_shows_its_own_kernel_columns():
+    # Recorded on the H100 (tests/fixtures/h100_puzzle3_mine_ncu.csv): ncu rows have no category.
+    from rich.console import Console
+
+    from tutor.cli_views import metrics_view
+    from tutor.profilers import ncu
+
+    console = Console(width=160, record=True)
+    console.print(metrics_view(ncu.extract(Path(__file__).parent / "fixtures" / "h100_puzzle3_mine_ncu.csv")))
+    text = console.export_text()
+    assert "SM %" in text and "regs" in text and "category" not in text.split("Top kernels")[1]
+    assert "ncu.duration_us" in text and "µs" in text  # in units, as the TUI shows it, and as cited
+
+
 def test_list_imports_neither_torch_nor_pandas(in_workspace):
     code = ("import sys; from tutor.cli import main; rc = main(['list']); "
             "bad = [m for m in ('torch', 'pandas', 'numpy', 'textual') if m in sys.modules]; "

@@ -224,6 +224,19 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print(error_view(e))
         # A workload that failed is a failed attempt (1); a machine or usage problem is 2.
         return 1 if isinstance(e, RunFailed) and not isinstance(e, EnvironmentProblem) else 2
+    except Exception as e:  # a bug of ours: a short panel here, the traceback in a file
+        import traceback
+
+        import platformdirs
+
+        from tutor.cli_views import error_view
+
+        log = platformdirs.user_log_path("infprof-tutor", ensure_exists=True) / "crash.log"
+        log.write_text(traceback.format_exc())
+        err_console.print(error_view(TutorError(
+            f"infprof-tutor hit an unexpected {type(e).__name__}: {e}",
+            f"This is a bug in infprof-tutor; please report it with {log}, which holds the traceback.")))
+        return 3
 
 
 if __name__ == "__main__":

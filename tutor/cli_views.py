@@ -12,7 +12,7 @@ from rich.text import Text
 
 from tutor.catalog import Puzzle
 from tutor.errors import TutorError
-from tutor.formatting import metric_value
+from tutor.formatting import KERNEL_COLUMNS, kernel_cell, kernel_columns, metric_value
 from tutor.grading.answer import AnswerError
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics, describe
@@ -66,11 +66,13 @@ def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
     parts = [values]
     if m.kernels:
         kernels = Table(title=f"Top kernels ({m.device})", title_justify="left")
-        for col in ("kernel", "category", "count", "total µs", "mean µs", "share"):
-            kernels.add_column(col, justify="left" if col in ("kernel", "category") else "right")
+        keys = kernel_columns(m.kernels)  # the TUI's columns: what this profiler's rows have
+        for key in keys:
+            column = KERNEL_COLUMNS[key]
+            kernels.add_column(column.title, justify="right" if column.numeric else "left",
+                               max_width=60 if key == "name" else None, overflow="ellipsis", no_wrap=key == "name")
         for k in m.kernels[:top]:
-            kernels.add_row(k["name"][:60], k["category"], str(k["count"]), f"{k['total_us']:.1f}",
-                            f"{k['mean_us']:.2f}", f"{k['share']:.1%}")
+            kernels.add_row(*(kernel_cell(k.get(key), KERNEL_COLUMNS[key]) for key in keys))
         parts.append(kernels)
     return Group(*parts)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 _MICROSECONDS = re.compile(r"(^|[._])us(_|$)")  # time_per_iter_us, category.gemm.us_per_iter
@@ -67,3 +68,34 @@ def short_path(path: Path | str) -> str:
         return "~/" + str(path.relative_to(Path.home()))
     except ValueError:
         return str(path)
+
+
+@dataclass(frozen=True)
+class KernelColumn:
+    title: str
+    numeric: bool = True  # sorted largest first; text columns sort A to Z
+    fmt: str = "{:.1f}"
+
+
+# Every column a profiler's kernel rows may have; a table (the TUI's, the CLI's) shows those its rows
+# have. Numbers first and the (long) kernel name last, so the numbers stay on screen at 80 columns.
+KERNEL_COLUMNS = {
+    "share": KernelColumn("share", fmt="{:.1%}"), "total_us": KernelColumn("total µs"),
+    "mean_us": KernelColumn("mean µs", fmt="{:.2f}"), "count": KernelColumn("count", fmt="{:.0f}"),
+    "sm_throughput_pct": KernelColumn("SM %", fmt="{:.0f}"), "memory_throughput_pct": KernelColumn("mem %", fmt="{:.0f}"),
+    "achieved_occupancy_pct": KernelColumn("occup %", fmt="{:.0f}"),
+    "registers_per_thread": KernelColumn("regs", fmt="{:.0f}"), "category": KernelColumn("category", numeric=False),
+    "name": KernelColumn("kernel", numeric=False),
+}
+
+
+def kernel_columns(kernels: list[dict]) -> list[str]:
+    """The columns these kernel rows have (the name always), in KERNEL_COLUMNS' order."""
+    return [key for key in KERNEL_COLUMNS if key == "name" or any(key in k for k in kernels)]
+
+
+def kernel_cell(value, column: KernelColumn) -> str:
+    if not column.numeric:
+        return "—" if value is None else str(value)
+    missing = value is None or (isinstance(value, float) and math.isnan(value))
+    return "—" if missing else column.fmt.format(value)

@@ -51,13 +51,13 @@ class AttemptsPlot(Vertical):
         tiers = [t for t in puzzle.tiers if t.vs == vs]
         for tier in tiers:
             plt.hline(tier.min_speedup)
-        # The tier lines are the only ticks, so each line says which tier it is (a "1x" tick would share
-        # a row with a low tier in a short plot, and plotext picks either label at random).
-        plt.yticks([t.min_speedup for t in tiers], [f"{t.name} {t.min_speedup:g}x" for t in tiers])
+        top = max(max(a.speedup for a in timed), *(t.min_speedup for t in tiers)) * 1.1
+        labelled = spaced_ticks(tiers, top)
+        plt.yticks([t.min_speedup for t in labelled], [f"{t.name} {t.min_speedup:g}x" for t in labelled])
         plt.title(f"speed-up vs {vs} per attempt")
         if len(x) <= 12:
             plt.xticks(x)
-        plt.ylim(0, max(max(a.speedup for a in timed), *(t.min_speedup for t in tiers)) * 1.1)
+        plt.ylim(0, top)
 
         plt = self.query_one("#time-plot", PlotextPlot).plt
         plt.clear_figure()
@@ -68,3 +68,16 @@ class AttemptsPlot(Vertical):
             plt.xticks(x)
         for plot in self.query(PlotextPlot):
             plot.refresh()
+
+
+def spaced_ticks(tiers, top: float, gap: float = 0.25) -> list:
+    """The tier lines that get a label: the highest first, then each at least `gap` of the axis below the last.
+
+    The tier lines are the only ticks, so each says which tier it is; two ticks on one row of a short plot
+    would show either label at random (plotext's choice), so a line too close to a higher one stays unlabelled.
+    """
+    kept = []
+    for tier in sorted(tiers, key=lambda t: -t.min_speedup):
+        if not kept or kept[-1].min_speedup - tier.min_speedup >= gap * top:
+            kept.append(tier)
+    return kept

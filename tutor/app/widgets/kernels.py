@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,35 +11,15 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from tutor.app.widgets.metrics import no_profile
+from tutor.formatting import KERNEL_COLUMNS, KernelColumn, kernel_cell, kernel_columns
 from tutor.records import ProfileRecord, time_breakdown
 
-@dataclass(frozen=True)
-class Column:
-    title: str
-    numeric: bool = True  # sorted largest first; text columns sort A to Z
-    fmt: str = "{:.1f}"
+def _cell(value, column: KernelColumn) -> Text | str:
+    text = kernel_cell(value, column)
+    return Text(text, justify="right") if column.numeric else text
 
 
-# Every column a profiler's kernel rows may have; a table shows those its rows have. Numbers first and
-# the (long) kernel name last, so the numbers stay on screen at 80 columns. The ncu.* columns are
-# Nsight Compute's view of each kernel (tutor.profilers.ncu).
-COLUMNS = {
-    "share": Column("share", fmt="{:.1%}"), "total_us": Column("total µs"),
-    "mean_us": Column("mean µs", fmt="{:.2f}"), "count": Column("count", fmt="{:.0f}"), "sm_throughput_pct": Column("SM %", fmt="{:.0f}"),
-    "memory_throughput_pct": Column("mem %", fmt="{:.0f}"), "achieved_occupancy_pct": Column("occup %", fmt="{:.0f}"),
-    "registers_per_thread": Column("regs", fmt="{:.0f}"), "category": Column("category", numeric=False),
-    "name": Column("kernel", numeric=False),
-}
-
-
-def _cell(value, column: Column) -> Text | str:
-    if not column.numeric:
-        return "—" if value is None else str(value)
-    missing = value is None or (isinstance(value, float) and math.isnan(value))
-    return Text("—" if missing else column.fmt.format(value), justify="right")
-
-
-def _sort_key(kernel: dict, key: str, column: Column) -> tuple:
+def _sort_key(kernel: dict, key: str, column: KernelColumn) -> tuple:
     value = kernel.get(key)
     missing = value is None or (isinstance(value, float) and math.isnan(value))
     return missing, 0 if missing else (-value if column.numeric else str(value)), kernel["name"]
@@ -60,11 +39,11 @@ class KernelTable(DataTable):
 
     def show(self, kernels: list[dict]) -> None:
         self.kernels = list(kernels)
-        keys = [key for key in COLUMNS if key == "name" or any(key in k for k in self.kernels)]
+        keys = kernel_columns(self.kernels)
         if keys != self.column_keys:
             self.clear(columns=True)
             for key in keys:
-                self.add_column(COLUMNS[key].title, key=key)
+                self.add_column(KERNEL_COLUMNS[key].title, key=key)
         if self.sort_column not in keys:
             self.sort_column = "total_us"
         self._fill()
@@ -76,16 +55,16 @@ class KernelTable(DataTable):
     def next_sort(self) -> str:
         keys = self.column_keys
         self.sort_by(keys[(keys.index(self.sort_column) + 1) % len(keys)])
-        return COLUMNS[self.sort_column].title
+        return KERNEL_COLUMNS[self.sort_column].title
 
     def _fill(self) -> None:
         keys = self.column_keys
-        sort = COLUMNS[self.sort_column]
+        sort = KERNEL_COLUMNS[self.sort_column]
         self.clear()
         for k in sorted(self.kernels, key=lambda k: _sort_key(k, self.sort_column, sort)):
-            self.add_row(*(_cell(k.get(key), COLUMNS[key]) for key in keys))
+            self.add_row(*(_cell(k.get(key), KERNEL_COLUMNS[key]) for key in keys))
         for key in keys:
-            self.columns[key].label = Text(COLUMNS[key].title + (" ▼" if key == self.sort_column else ""))
+            self.columns[key].label = Text(KERNEL_COLUMNS[key].title + (" ▼" if key == self.sort_column else ""))
         self.refresh()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
