@@ -63,3 +63,9 @@ def test_broken_puzzle_toml_names_the_problem(tmp_path, edit, words):
     with pytest.raises(TutorError) as info:
         load_puzzle(folder)
     assert words in info.value.message
+
+
+def test_every_clock_a_tier_may_name_has_words_in_the_brief():
+    from tutor.brief import CLOCK_WORDS
+    from tutor.catalog import CLOCKS
+    assert set(CLOCK_WORDS) == set(CLOCKS)

@@ -47,6 +47,15 @@ def test_list_and_show(in_workspace, capsys):
     assert "feature scaler" in out.lower() and "bronze" in out.lower()
 
 
+def test_the_puzzle_page_says_which_clock_each_tier_is_timed_on(in_workspace, capsys):
+    """puzzle1's silver is on GPU time, its bronze on a call's time: a learner must see which is which."""
+    assert main(["show", "puzzle1"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    bronze = next(r for r in rows if r[:1] == ["bronze"])
+    silver = next(r for r in rows if r[:1] == ["silver"])
+    assert bronze[-2:] == ["call's", "time"] and silver[-2:] == ["GPU", "time"]
+
+
 def test_unknown_puzzle_is_a_usage_error(in_workspace, capsys):
     assert main(["show", "nope"]) == 2
     assert "Known puzzles" in capsys.readouterr().err

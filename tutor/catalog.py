@@ -39,8 +39,8 @@ class Hardware:
 
 
 CLOCKS = {
-    "call": "a call's time in a serving loop, host and GPU: calls back to back until the device drains",
-    "gpu": "the GPU's time alone, the host's launches kept out of it (CUDA puzzles)",
+    "call": "the whole call as its caller waits for it, in a serving loop: calls back to back until the device drains",
+    "gpu": "the GPU's work alone, the host's launches kept out of it (CUDA puzzles)",
 }
 
 

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from tutor.brief import grading_markdown, story_markdown
 from tutor.catalog import Puzzle
 from tutor.errors import TutorError
 from tutor.formatting import KERNEL_COLUMNS, kernel_cell, kernel_columns, metric_value
@@ -38,18 +39,11 @@ def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus]) -> Ta
 
 
 def puzzle_page(p: Puzzle, editable_paths: list[str]) -> Group:
-    grading = Table.grid(padding=(0, 2))
-    grading.add_row("Correctness", f"relative L2 error vs {p.correctness.oracle} <= {p.correctness.max_rel_l2:g}")
-    grading.add_row("Diagnosis", f"name the bottleneck in answer.toml, cite >= {p.diagnosis.min_evidence} number(s) "
-                    "from your own baseline profile")
-    for t in p.tiers:
-        grading.add_row(t.name.capitalize(), f">= {t.min_speedup:g}x faster than {t.vs} (95% lower bound)")
     files = "\n".join(f"  {path}" for path in editable_paths)
     return Group(
         Text(f"{p.id} · level {p.level} · {p.title}", style="bold"),
-        Text(f"Needs: {p.hardware.needs()}   Profilers: {', '.join(p.profilers)}", style="dim"),
-        Markdown(p.story),
-        Panel(grading, title="How it is graded", title_align="left"),
+        Markdown(story_markdown(p)),
+        Markdown(grading_markdown(p)),  # the TUI's own words: tiers, their clocks, what a diagnosis needs
         Text(f"Edit:\n{files}\nThen: infprof-tutor profile {p.id} · infprof-tutor grade {p.id}"),
     )
 

@@ -22,7 +22,7 @@ from textual.widgets import Footer, Header, Markdown, Static
 
 from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
 from tutor.app.runs import RunKind, execute, preflight, run_kind
-from tutor.app.widgets.brief import grading_markdown, hints_markdown, story_markdown
+from tutor.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
 from tutor.app.widgets.puzzle_card import readiness_line, status_line
 from tutor.app.widgets.run_panel import RunPanel

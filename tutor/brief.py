@@ -1,8 +1,14 @@
-"""The puzzle's brief as Markdown: the story, how it is graded, and the hints revealed so far."""
+"""The puzzle's brief as Markdown: the story, how it is graded, and the hints revealed so far.
+
+Both faces show it: the TUI's puzzle screen and the CLI's `show`.
+"""
 
 from __future__ import annotations
 
-from tutor.catalog import Puzzle
+from tutor.catalog import CLOCKS, Puzzle
+
+# A tier's clock (catalog.CLOCKS) in a table cell.
+CLOCK_WORDS = {"call": "a call's time", "gpu": "GPU time"}
 
 
 def story_markdown(p: Puzzle) -> str:
@@ -12,7 +18,8 @@ def story_markdown(p: Puzzle) -> str:
 
 
 def grading_markdown(p: Puzzle) -> str:
-    tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` |" for t in p.tiers)
+    tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
+    clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))
     return f"""\
 ## How it is graded
 
@@ -22,9 +29,11 @@ def grading_markdown(p: Puzzle) -> str:
   number(s) from your own latest **baseline** profile (within 10%).
 - **Speed** — a tier counts when the lower end of the 95% interval of your speed-up clears it:
 
-| tier | speed-up | measured against |
-|---|---|---|
+| tier | speed-up | measured against | on |
+|---|---|---|---|
 {tiers}
+
+{clocks}
 
 Needs: {p.hardware.needs()} · profilers: {", ".join(p.profilers)}
 """
