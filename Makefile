@@ -18,8 +18,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/infprof-tutor
 
+# Then the fairness and runner tests again, every run forked by one warm harness (tutor.warm).
+WARM_TESTS := tests/test_anticheat.py tests/test_comparators_out_of_reach.py tests/test_runner.py tests/test_quick_check.py
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --warm $(WARM_TESTS)
 
 gpu-test: $(STAMP)
 	$(BIN)/python -m pytest -q -m gpu

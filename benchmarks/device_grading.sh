@@ -4,7 +4,8 @@
 #   bash benchmarks/device_grading.sh stability:puzzle1:8:60,240 baseline:puzzle1:2 latency:puzzle2:2 ...
 #   (stability:PUZZLE:RUNS[:ROUNDS,...] grades the reference, baseline:PUZZLE:RUNS the untouched
 #   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, latency:PUZZLE:RUNS times the
-#   reference's grade by stage, hold:PUZZLE:W1,W2 runs hold_effect.py on those workloads)
+#   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness), hold:PUZZLE:W1,W2 runs
+#   hold_effect.py on those workloads)
 set -uo pipefail
 OUT=${OUT:-/tmp/infprof-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -25,6 +26,7 @@ for step in "$@"; do
            --json "$OUT/${p}_${rounds}.json" 2>&1 | grep -v "^▸" ;;
     hold) python3 benchmarks/hold_effect.py "$p" ${runs//,/ } --json 2>&1 | tee -a "$OUT/hold_effect.jsonl" ;;
     latency) python3 benchmarks/grade_latency.py "$p" --runs "$runs" --json "$OUT/${p}_latency.json" 2>&1 ;;
+    warm) python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --json "$OUT/${p}_warm.json" 2>&1 ;;
   esac
 done
 kill %1 %2 2>/dev/null

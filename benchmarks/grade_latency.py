@@ -1,20 +1,28 @@
-"""Wall time of `grade` per runnable puzzle, split by stage, from the harness's own stage events.
+"""Wall time of `grade` and of a quick check per runnable puzzle, split by stage, cold and warm.
 
-    python benchmarks/grade_latency.py [puzzle ...] [--runs 3] [--which reference|baseline] [--json out.json]
+    python benchmarks/grade_latency.py [puzzle ...] [--runs 3] [--which reference|baseline]
+                                       [--warm | --cold] [--json out.json]
 
 Without puzzle ids: puzzle0 (CPU) and puzzle1 when this machine can run it (tutor.machine).
-Each grade is a fresh harness process, as a learner's is; the baseline is profiled once first
-so the diagnosis has a profile to check. A stage lasts from its event to the next stage's:
-`spawn` is from calling grade() to the harness's first event (process start, Python's imports),
-`importing` is torch's import, `timing` runs until the tutor starts `grading` (so it includes the
-harness's exit), and `grading` is the tutor's own work after that (diagnosis, the db write).
-A memory run (puzzle2) is a second harness process: its stages are prefixed `memory run`.
+`--warm` starts a warm harness first (tutor.warm; its start is printed, not counted) and every run
+must fork from it; `--cold` (the default) starts each run as a fresh Python, as without one. The
+baseline is profiled once first so the diagnosis has a profile to check. A stage lasts from its
+event to the next stage's: `spawn` is from calling grade() to the harness's first event (process
+start or fork, Python's imports), `importing` is torch's import, `timing` runs until the tutor
+starts `grading` (so it includes the harness's exit), and `grading` is the tutor's own work after
+that (diagnosis, the db write). The second and later grades of unchanged code find torch.compile's
+and triton's caches in the workspace (tutor.harness.worker.use_compile_caches).
+
+--json writes, per puzzle, {"stages": {name: median seconds}, "grade_s": median, "quick_check_s":
+median, "warm": bool, "grades": [...], "quick_checks": [...]}: the object itself for one puzzle,
+else {puzzle: object}.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -23,38 +31,87 @@ from pathlib import Path
 
 from tutor import actions
 from tutor.catalog import get_puzzle
-from tutor.grading.verdict import Verdict
 from tutor.machine import readiness
+from tutor.quick_check import quick_check
 from tutor.reference import ready_to_grade
+from tutor.warm import WarmHarness
 from tutor.workspace import init_workspace
 
 DEFAULT_PUZZLES = ("puzzle0", "puzzle1")
 
 
-def timed_grade(ws, puzzle) -> tuple[dict[str, float], Verdict]:
-    """Seconds per stage of one grade, in the order the stages began; and its verdict."""
+def timed(run) -> tuple[dict[str, float], object]:
+    """Seconds per stage of `run(on_event)`, in the order the stages began; and what it returned."""
     marks: list[tuple[str, float]] = []
-    prefix = ""
 
     def on_event(event: dict) -> None:
-        nonlocal prefix
         if event["type"] != "stage":
             return
-        stage = event["stage"]
-        if stage == "importing" and any(name.endswith("importing") for name, _ in marks):
-            prefix = "memory run "  # a second harness process
-        name = f"{stage} {event.get('detail', '')}" if stage == "preparing" else stage
-        if not marks or marks[-1][0] != prefix + name:
-            marks.append((prefix + name, time.monotonic()))
+        name = f"{event['stage']} {event.get('detail', '')}" if event["stage"] == "preparing" else event["stage"]
+        if not marks or marks[-1][0] != name:
+            marks.append((name, time.monotonic()))
 
     start = time.monotonic()
-    verdict = actions.grade(ws, puzzle, on_event)
+    outcome = run(on_event)
     end = time.monotonic()
     stages = {"spawn": marks[0][1] - start if marks else end - start}
     for (name, at), (_, until) in zip(marks, [*marks[1:], ("end", end)]):
         stages[name] = stages.get(name, 0.0) + until - at
     stages["total"] = end - start
-    return stages, verdict
+    return stages, outcome
+
+
+def print_stages(title: str, runs: list[dict[str, float]]) -> None:
+    names = list(dict.fromkeys(name for run in runs for name in run))
+    total = statistics.median(run["total"] for run in runs)
+    print(title)
+    print(f"  {'stage':28} {'median':>7} {'min':>7} {'max':>7} {'share':>6}")
+    for name in names:
+        values = [run.get(name, 0.0) for run in runs]
+        mid = statistics.median(values)
+        share = f"{mid / total:6.1%}" if name != "total" else ""
+        print(f"  {name:28} {mid:7.3f} {min(values):7.3f} {max(values):7.3f} {share}")
+    print(flush=True)
+
+
+def start_warm() -> None:
+    harness = WarmHarness.for_env()
+    t0 = time.monotonic()
+    harness.start(owner=os.getpid())
+    if not harness.wait_ready(timeout_s=600, owner=os.getpid()):
+        sys.exit(f"the warm harness did not start: {harness.log_path.read_text()[-2000:]}")
+    print(f"warm harness ready in {time.monotonic() - t0:.1f} s (not counted): "
+          f"{', '.join(harness.ask('status')['preloaded'])}\n", flush=True)
+
+
+def measure(puzzle_id: str, args) -> dict | None:
+    puzzle = get_puzzle(puzzle_id)
+    ready = readiness(puzzle)
+    if not ready.ok:
+        print(f"{puzzle_id}: skipped ({ready.label}: {ready.why})\n", flush=True)
+        return None
+    ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-latency-")) / "ws")
+    t0 = time.monotonic()
+    ready_to_grade(ws, puzzle, args.which)
+    print(f"{puzzle_id}: profile baseline (and install the reference) {time.monotonic() - t0:.1f} s "
+          "(not counted)", flush=True)
+    grades, checks = [], []
+    for i in range(args.runs):
+        stages, verdict = timed(lambda on_event: actions.grade(ws, puzzle, on_event))
+        grades.append(stages)
+        print(f"  grade {i + 1}: {stages['total']:.2f} s, tier={verdict.tier or 'none'}", flush=True)
+        stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event))
+        checks.append(stages)
+        print(f"  quick check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
+    how = "warm" if args.warm else "cold"
+    print_stages(f"{puzzle_id} ({puzzle.hardware.device}), {args.which}, {how}, {len(grades)} grades: seconds per stage",
+                 grades)
+    print_stages(f"{puzzle_id}, {how}, {len(checks)} quick checks: seconds per stage", checks)
+    names = list(dict.fromkeys(name for run in grades for name in run))
+    return {"stages": {n: statistics.median(run.get(n, 0.0) for run in grades) for n in names},
+            "grade_s": statistics.median(run["total"] for run in grades),
+            "quick_check_s": statistics.median(run["total"] for run in checks),
+            "warm": args.warm, "grades": grades, "quick_checks": checks}
 
 
 def main() -> int:
@@ -62,38 +119,17 @@ def main() -> int:
     parser.add_argument("puzzles", nargs="*")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--which", choices=["reference", "baseline"], default="reference")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--warm", action="store_true", help="every run forks from a warm harness")
+    how.add_argument("--cold", action="store_true", help="every run is a fresh Python (the default)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    report = {}
-    for puzzle_id in args.puzzles or DEFAULT_PUZZLES:
-        puzzle = get_puzzle(puzzle_id)
-        ready = readiness(puzzle)
-        if not ready.ok:
-            print(f"{puzzle_id}: skipped ({ready.label}: {ready.why})\n", flush=True)
-            continue
-        ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-latency-")) / "ws")
-        t0 = time.monotonic()
-        ready_to_grade(ws, puzzle, args.which)
-        print(f"{puzzle_id}: profile baseline (and install the reference) {time.monotonic() - t0:.1f} s "
-              "(not counted)", flush=True)
-        runs = []
-        for i in range(args.runs):
-            stages, verdict = timed_grade(ws, puzzle)
-            runs.append(stages)
-            print(f"  grade {i + 1}: {stages['total']:.2f} s, passed={verdict.passed}", flush=True)
-        names = list(dict.fromkeys(name for run in runs for name in run))
-        total = statistics.median(run["total"] for run in runs)
-        print(f"{puzzle_id} ({puzzle.hardware.device}), {args.which}, {len(runs)} grades: seconds per stage")
-        print(f"  {'stage':28} {'median':>7} {'min':>7} {'max':>7} {'share':>6}")
-        for name in names:
-            values = [run.get(name, 0.0) for run in runs]
-            mid = statistics.median(values)
-            share = f"{mid / total:6.1%}" if name != "total" else ""
-            print(f"  {name:28} {mid:7.3f} {min(values):7.3f} {max(values):7.3f} {share}")
-        print(flush=True)
-        report[puzzle_id] = runs
+    os.environ["INFPROF_WARM"] = "require" if args.warm else "0"
+    if args.warm:
+        start_warm()
+    report = {p: r for p in (args.puzzles or DEFAULT_PUZZLES) if (r := measure(p, args)) is not None}
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1))
+        args.json.write_text(json.dumps(next(iter(report.values())) if len(report) == 1 else report, indent=1))
     return 0
 
 

@@ -25,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from grade_latency import timed_grade
+from grade_latency import timed
 
+from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.reference import ready_to_grade
 from tutor.runner import RESULT_NAME
@@ -108,7 +109,7 @@ def main() -> int:
     for i in range(args.runs):
         graded = with_rounds(puzzle, arms[i % len(arms)])
         started = time.time()
-        stages, v = timed_grade(ws, graded)
+        stages, v = timed(lambda on_event: actions.grade(ws, graded, on_event))
         raw = newest_grade_result(ws)
         rows.append({"run": i + 1, "rounds": graded.timing.rounds, "started": started, "passed": v.passed,
                      "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,

@@ -14,6 +14,39 @@ except ImportError:
     HAS_CUDA = False
 
 
+def pytest_addoption(parser):
+    parser.addoption("--warm", action="store_true",
+                     help="run every harness run through one warm harness (tutor.warm); a run that cannot fails")
+
+
+@pytest.fixture(scope="session")
+def warm_runtime(request, tmp_path_factory):
+    """With --warm: a warm harness owned by this test session, and the folder its socket is in."""
+    if not request.config.getoption("--warm"):
+        yield None
+        return
+    import os
+    os.environ["INFPROF_RUNTIME_DIR"], harness = start_warm_harness("ipw")
+    yield os.environ["INFPROF_RUNTIME_DIR"]
+    harness.stop()
+
+
+def start_warm_harness(prefix: str):
+    """A warm harness owned by this test process, in a new runtime folder: (the folder, the harness).
+
+    Sets INFPROF_RUNTIME_DIR to the folder; the caller restores it if it must."""
+    import os
+    import tempfile
+
+    from tutor.warm import WarmHarness
+    folder = tempfile.mkdtemp(prefix=prefix)  # short: a socket path has 108 bytes
+    os.environ["INFPROF_RUNTIME_DIR"] = folder
+    harness = WarmHarness.for_env()
+    harness.start(owner=os.getpid())
+    assert harness.wait_ready(owner=os.getpid()), harness.log_path.read_text()
+    return folder, harness
+
+
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
@@ -22,10 +55,17 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def isolated_config(tmp_path, monkeypatch):
+def isolated_config(tmp_path, monkeypatch, warm_runtime):
     """Keep the remembered-workspace file and $INFPROF_WORKSPACE out of the developer's home."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("INFPROF_WORKSPACE", raising=False)
+    # Every run cold, unless the session runs warm (--warm) or a test starts a warm harness of its
+    # own (tests/test_warm.py): a developer's open TUI must not serve the suite's runs.
+    if warm_runtime:
+        monkeypatch.setenv("INFPROF_WARM", "require")
+        monkeypatch.setenv("INFPROF_RUNTIME_DIR", warm_runtime)
+    else:
+        monkeypatch.setenv("INFPROF_WARM", "0")
     import tutor.workspace as ws
     monkeypatch.setattr(ws, "_REMEMBERED", tmp_path / "xdg" / "infprof-tutor" / "workspace")
 

@@ -408,6 +408,31 @@ def forward(state, x):
     assert [(a["passed"], a["tier"]) for a in Progress(workspace.db_path).attempts("puzzle0")] == [(0, "")]
 
 
+def test_the_comparators_compile_cache_is_out_of_reach_and_the_learners_is_its_own(workspace):
+    """A kernel left under a comparator's cache key would slow the comparator in every later grade."""
+    verdict = grade_as_mine(workspace, SOLVE + """
+import os
+from pathlib import Path
+
+def prepare(weights, device):
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    mine = Path(cache_dir())  # where torch.compile keeps this process's kernels
+    (mine / "where.txt").write_text(os.environ["TRITON_CACHE_DIR"])
+    try:  # the comparators' cache, beside it in the workspace
+        (mine.parents[1] / "ruler" / "inductor" / "planted.py").write_text("slow = True")
+    except Exception:
+        pass
+    return weights
+
+def forward(state, x):
+    return solve(state, x)
+""")
+    assert "tried to open the comparators' compile cache" in rejected(verdict, "fair play")
+    mine = workspace.compile_cache("candidate")
+    assert (mine / "inductor" / "where.txt").read_text() == str(mine / "triton")
+    assert not (workspace.compile_cache("ruler") / "inductor" / "planted.py").exists()
+
+
 def test_a_result_forged_on_the_event_pipe_is_ignored(make_request, tmp_path):
     forged = {"type": "result", "data": {"checks": [{"ok_structure": True, "rel_l2": 0.0}],
                                          "samples_ms": {"baseline": [9.0] * 3, "mine": [0.1] * 3}}}

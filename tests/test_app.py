@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -296,6 +297,30 @@ async def test_profiling_puzzle0_for_real_fills_metrics_and_trace(workspace):
         await pilot.press("6")
         command = str(results.query_one("#trace-command").render())
         assert "open_trace_in_ui" in command and "trace.json" in command
+
+
+async def test_the_app_warms_a_harness_it_owns_and_its_runs_fork_from_it(workspace, monkeypatch):
+    import tempfile
+
+    from tutor.warm import WarmHarness
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipa"))
+    monkeypatch.setenv("INFPROF_WARM", "1")
+    harness = WarmHarness.for_env()
+    try:
+        async with puzzle_open(workspace) as (pilot, screen):
+            assert "harness warming…" in str(screen.query_one("#standing").render())
+            await wait_until(pilot, lambda: pilot.app.harness == "ready", RUN_TIMEOUT_S, "the warm harness")
+            await pilot.pause()
+            assert "● harness warm" in str(screen.query_one("#standing").render())
+            assert harness.ask("status")["owners"] == [os.getpid()]
+            await pilot.press("g")
+            await wait_until(pilot, lambda: screen._harness is not None and screen._harness._proc is not None, 30)
+            run = screen._harness
+            await wait_until(pilot, lambda: screen.running is None, what="the run to end")
+            assert run.warm, panel_text(screen)
+            assert Progress(workspace.db_path).attempts("puzzle0")  # graded and recorded, as a cold run is
+    finally:
+        harness.stop()
 
 
 async def test_cancel_kills_the_workload_process(workspace):

@@ -9,10 +9,16 @@ the issue; the GPU-only classes (allocator settings, GemLite tables) are in test
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from tutor.harness import processes
 from tutor.runner import run_harness
 
 WATCHFUL_BASELINE = """
@@ -231,3 +237,29 @@ def test_gpu_work_a_learner_thread_queues_never_runs_beside_a_comparator(tmp_pat
     # Not slowed (3x before the split), or the wait for the flood to drain is named.
     stalled = any("kept the GPU busy" in v for v in flooded["violations"])
     assert stalled or baseline[1] < 1.2 * baseline[0]
+
+
+def in_group(pgid: int) -> set[int]:
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not processes.CHILDREN_LISTED, reason="this kernel does not list a thread's children in /proc")
+def test_the_learners_processes_are_found_alike_from_their_root_or_from_every_process(monkeypatch):
+    """The fast walk (/proc/PID/task/TID/children) finds what the full scan of /proc finds."""
+    tree = subprocess.Popen(["sh", "-c", "sleep 30 & sh -c 'sleep 30 & wait' & wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(in_group(tree.pid)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        from_root = processes.learner_side(tree.pid, set())
+        monkeypatch.setattr(processes, "CHILDREN_LISTED", False)
+        assert processes.learner_side(tree.pid, set()) == from_root
+        assert in_group(tree.pid) <= from_root and len(in_group(tree.pid)) == 4  # sh, sleep, inner sh, sleep
+    finally:
+        os.killpg(tree.pid, signal.SIGKILL)
+        tree.wait()

@@ -150,6 +150,7 @@ def test_the_harness_keeps_its_bytecode_in_the_tutor_cache(make_request, tmp_pat
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("INFPROF_WARM", "0")  # what a fresh interpreter writes as it starts: a cold run's
     run(make_request(), tmp_path)
     kept = tmp_path / "cache" / "infprof-tutor" / "bytecode"
     assert list(kept.rglob("lockstep.*.pyc")) and list(kept.rglob("torch/__init__.*.pyc"))

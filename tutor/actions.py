@@ -70,9 +70,12 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
         "workloads": _workload_paths(ws, puzzle),
         "prepare": prepare,
         "timing": {"warmup": puzzle.timing.warmup, "rounds": puzzle.timing.rounds},
+        # torch.compile's and triton's caches, kept between runs: the comparators' and the learner's.
+        "caches": {"ruler": str(ws.compile_cache("ruler")), "candidate": str(ws.compile_cache("candidate"))},
         # What learner code may not open while it runs (the harness refuses, and the grade fails).
         "protected": {"the reference solution": [str(p.solution_dir) for p in all_puzzles().values()],
-                      "the progress database": [str(ws.db_path)]},
+                      "the progress database": [str(ws.db_path)],
+                      "the comparators' compile cache": [str(ws.compile_cache("ruler"))]},
     }
 
 
@@ -100,6 +103,8 @@ def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: Ev
         check_workload_file(ws, puzzle)
     run_dir = new_run_dir(ws, puzzle, f"profile-{which}")
     request = _base_request(ws, puzzle, "profile", [which])
+    if which == "mine":
+        request["candidate"] = "mine"  # learner code: the candidate's compile cache, not the comparators'
     request["profile"] = {"workload": which, "iterations": puzzle.timing.profile_iterations}
     metrics, artifact = capture(request, run_dir, puzzle, on_event, register)
     metrics.save(run_dir / "metrics.json")

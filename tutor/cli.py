@@ -8,6 +8,7 @@ Exit codes: 0 success/pass, 1 graded fail or failed run, 2 usage or environment 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -135,6 +136,7 @@ def cmd_watch(args) -> int:
         err_console.print(f"Watching {', '.join(p.editable)} in {folder}: save to check again, Ctrl-C to stop.",
                           highlight=False)
 
+    start_warm_harness()  # this command owns it: it ends with the watch
     try:
         check("of your files")
         for saved in saves(ws, p):
@@ -143,6 +145,38 @@ def cmd_watch(args) -> int:
         for run in running:
             run.cancel()
         err_console.print("Stopped watching.")
+    return 0
+
+
+def start_warm_harness() -> None:
+    """Start a warm harness owned by this process, unless INFPROF_WARM=0; the first run waits for it."""
+    from tutor.warm import WarmHarness, warm_mode
+
+    if warm_mode() != "off" and WarmHarness.for_env().start(owner=os.getpid()) == "warming":
+        err_console.print("Warming the harness: torch is imported once, and every check after the first starts at once.",
+                          style="dim", highlight=False)
+
+
+def cmd_warm(args) -> int:
+    """Start a warm harness for CLI commands (it ends after --idle-min without a run), or stop or describe it."""
+    from tutor.warm import WarmHarness
+
+    harness = WarmHarness.for_env()
+    if args.stop:
+        console.print("Stopped the warm harness." if harness.stop() else "No warm harness was running.")
+        return 0
+    if not args.status and harness.start(idle_s=args.idle_min * 60) == "warming":
+        err_console.print("Warming the harness (importing torch)…", highlight=False)
+        if not harness.wait_ready(timeout_s=600):
+            raise TutorError("The warm harness did not start.", f"Its log says why: {harness.log_path}")
+    status = harness.ask("status")
+    if status is None:
+        console.print(f"No warm harness is {'warming' if harness.state() == 'warming' else 'running'} for this "
+                      "tutor and environment: runs start cold. `infprof-tutor warm` starts one.")
+        return 0 if args.status else 1
+    owners = ", ".join(map(str, status["owners"])) or f"nobody (it ends after {args.idle_min:g} min without a run)"
+    console.print(f"Warm harness ready (pid {status['pid']}): {', '.join(status['preloaded'])} imported; "
+                  f"owned by {owners}; {status['runs']} run(s) in progress.\nLog: {harness.log_path}", highlight=False)
     return 0
 
 
@@ -188,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_init)
     sub.add_parser("list", help="puzzles and your progress").set_defaults(func=cmd_list)
     sub.add_parser("taxonomy", help="the bottleneck ids you can name").set_defaults(func=cmd_taxonomy)
+    p = sub.add_parser("warm", help="keep a harness with torch imported, so runs start at once")
+    p.add_argument("--stop", action="store_true", help="stop the warm harness")
+    p.add_argument("--status", action="store_true", help="say whether one is running, and start none")
+    p.add_argument("--idle-min", type=float, default=20.0, help="end after this many minutes without a run")
+    p.set_defaults(func=cmd_warm)
     for name, func, help_ in (("show", cmd_show, "story, goal and grading of a puzzle"),
                               ("grade", cmd_grade, "check, time and grade your solution"),
                               ("watch", cmd_watch, "a quick check (correctness, speed) on every save; Ctrl-C stops"),

@@ -1,6 +1,7 @@
 """Spawn the harness in a subprocess, stream its events, and survive whatever it does.
 
-The child gets a private pipe for protocol events; its stdout/stderr go to
+The subprocess is forked by the warm harness when one is ready (tutor.warm), else started
+cold; nothing below depends on which. The child gets a private pipe for protocol events; its stdout/stderr go to
 output.log in the run folder. A hang is killed at the deadline (the whole
 process group, so compile workers die too), a crash or OOM-kill becomes a
 `RunFailed` naming what happened, with the tail of the output.
@@ -21,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-import platformdirs
-
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, death_words, decode
+from tutor.warm import WarmHarness, WarmProcess, harness_environment, warm_mode
 
 LOG_NAME = "output.log"
 RESULT_NAME = "result.json"  # the harness's raw result (every timing sample), kept with the run
@@ -59,6 +59,7 @@ class RunOutcome:
     result: dict
     run_dir: Path
     wall_s: float
+    warm: bool = False  # forked by a warm harness
 
 
 def output_tail(log: Path, max_chars: int = 3000) -> str:
@@ -77,8 +78,9 @@ class HarnessRun:
                  wrapper: tuple[str, ...] = ()):
         self.request, self.run_dir, self.timeout_s, self.python = request, run_dir, timeout_s, python
         self.wrapper = wrapper  # a profiler that starts the harness itself, e.g. ncu's command line
+        self.warm = False  # whether this run was forked by a warm harness (tutor.warm)
         self.result: dict | None = None
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen | WarmProcess | None = None
         self._cancelled = threading.Event()
         self._nonce = secrets.token_hex(16)  # only events that carry it are the harness's own
 
@@ -114,18 +116,26 @@ class HarnessRun:
         nonce_read, nonce_write = os.pipe()
         os.write(nonce_write, self._nonce.encode())
         os.close(nonce_write)
-        # The child must import this very tutor package, even when it is run from a source tree.
-        source_root = str(Path(__file__).resolve().parent.parent)
-        pythonpath = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, EVENT_FD_ENV: str(write_fd), NONCE_FD_ENV: str(nonce_read), "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": pythonpath, "PYTHONPYCACHEPREFIX": bytecode_cache()}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env = harness_environment()
         with self.log_path.open("wb") as log:
-            self._proc = subprocess.Popen(
-                [*self.wrapper, self.python, "-m", "tutor.harness", str(request_path)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(write_fd, nonce_read), env=env, start_new_session=True, cwd=self.run_dir,
-            )
+            # A profiler that starts the harness itself (ncu, nsys) needs a process of its own.
+            mode = "off" if self.wrapper else warm_mode()
+            if mode != "off":
+                self._proc = WarmHarness.for_env(env).spawn([str(request_path)], env, self.run_dir, log.fileno(),
+                                                            write_fd, nonce_read)
+                if self._proc is None and mode == "require":
+                    os.close(write_fd)
+                    os.close(nonce_read)
+                    os.close(read_fd)
+                    raise RunFailed("harness_bug", "INFPROF_WARM=require and no warm harness is ready for this run.")
+            self.warm = self._proc is not None
+            if self._proc is None:
+                self._proc = subprocess.Popen(
+                    [*self.wrapper, self.python, "-m", "tutor.harness", str(request_path)],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd, nonce_read),
+                    env={**env, EVENT_FD_ENV: str(write_fd), NONCE_FD_ENV: str(nonce_read)},
+                    start_new_session=True, cwd=self.run_dir,
+                )
         os.close(write_fd)
         os.close(nonce_read)
         return read_fd
@@ -193,17 +203,6 @@ class HarnessRun:
             raise RunFailed("crashed", f"The workload process {why}.", tail)
 
 
-def bytecode_cache() -> str:
-    """Where the harness keeps the bytecode of what it imports: the tutor's cache, not site-packages.
-
-    Each run is a fresh Python: where bytecode is not written (PYTHONDONTWRITEBYTECODE, as on the
-    GPU machines we test on, or a read-only install) it recompiles torch's modules every time:
-    import torch took 6.2-8.0 s there against 2.1-2.7 s with its bytecode kept, torchao 11.2 against
-    4.6 s. A PYTHONPYCACHEPREFIX of the learner's own is kept.
-    """
-    return os.environ.get("PYTHONPYCACHEPREFIX") or str(Path(platformdirs.user_cache_dir("infprof-tutor")) / "bytecode")
-
-
 class RunFailedEnvironment(RunFailed, EnvironmentProblem):
     """A run that failed because this machine cannot run it (exit code 2, not a wrong answer)."""
 
@@ -220,4 +219,4 @@ def run_harness(request: dict, run_dir: Path, timeout_s: float,
         if on_event:
             on_event(event)
     (run_dir / RESULT_NAME).write_text(json.dumps(run.result))
-    return RunOutcome(result=run.result, run_dir=run_dir, wall_s=time.monotonic() - start)
+    return RunOutcome(result=run.result, run_dir=run_dir, wall_s=time.monotonic() - start, warm=run.warm)

@@ -36,6 +36,10 @@ class Workspace:
     def runs_dir(self) -> Path:
         return self.state_dir / "runs"
 
+    def compile_cache(self, side: str) -> Path:
+        """torch.compile's and triton's caches of one side of a grade ('ruler' or 'candidate')."""
+        return self.state_dir / "compile" / side
+
     def puzzle_dir(self, puzzle: Puzzle) -> Path:
         return self.root / puzzle.id
 

@@ -6,6 +6,7 @@ for traces) loads when the first run starts, and torch never loads here at all.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable
 
@@ -18,6 +19,9 @@ from tutor.app.settings import load_settings, save_setting
 from tutor.catalog import Puzzle, all_puzzles
 from tutor.machine import Machine
 from tutor.workspace import DEFAULT_NAME, Workspace
+
+
+WARM_WAIT_S = 300.0  # a slow disk's first import of torch; past this the harness is reported failed
 
 
 class InfprofApp(App[int]):
@@ -33,6 +37,8 @@ class InfprofApp(App[int]):
 
     # None until probed (a worker: nvidia-smi can take a moment); screens watch it.
     machine: reactive[Machine | None] = reactive(None, init=False)
+    # The warm harness this app owns (tutor.warm): off, warming, ready or failed; screens watch it.
+    harness: reactive[str] = reactive("off", init=False)
 
     def __init__(self, workspace: Workspace | None, *, machine: Machine | None = None,
                  new_workspace_dir: Path | None = None) -> None:
@@ -51,6 +57,7 @@ class InfprofApp(App[int]):
             self.machine = self._given_machine
         else:
             self.probe_machine()
+        self.warm_harness()
         if self.workspace is None:
             from tutor.app.screens.setup import WorkspaceSetupScreen
 
@@ -66,6 +73,22 @@ class InfprofApp(App[int]):
             self.call_from_thread(setattr, self, "machine", machine)
 
         self.run_worker(probe, thread=True, name="probe machine", group="machine")
+
+    def warm_harness(self) -> None:
+        """Start a warm harness owned by this app (unless INFPROF_WARM=0): runs then skip torch's import,
+        and it ends when the app does."""
+        from tutor.warm import WarmHarness, warm_mode
+
+        if warm_mode() == "off":
+            return
+
+        def warm() -> None:
+            harness = WarmHarness.for_env()
+            self.call_from_thread(setattr, self, "harness", harness.start(owner=os.getpid()))
+            ready = harness.wait_ready(timeout_s=WARM_WAIT_S, owner=os.getpid())
+            self.call_from_thread(setattr, self, "harness", "ready" if ready else "failed")
+
+        self.run_worker(warm, thread=True, name="warm harness", group="harness")
 
     def show_browser(self) -> None:
         from tutor.app.screens.browser import BrowserScreen

@@ -18,14 +18,14 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
     from tutor.harness.worker import SPEC_API, WORKLOAD_API, setup
 
-    device = setup(request, timing=False)
+    [name] = request["prepare"]
+    device = setup(request, timing=False, role="candidate" if name == request.get("candidate") else "ruler")
     # Before any workload loads, so every capture is counted, torch.compile's included.
     captures = CaptureCounter() if device.cuda else None
     compiled = CompileWatch()
     # Before learner code: from here on it cannot open the reference solution or the progress db.
     Guard(request.get("protected", {}))
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
-    [name] = request["prepare"]
     module = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
     sink.stage("preparing", name)
     weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)

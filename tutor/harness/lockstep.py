@@ -147,10 +147,15 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side, learner: Candid
                               ruler.ask("run", name=oracle, seed=seed)["out"]))
 
     rounds = request["timing"]["rounds"]
+    # A quick check may stop early: after `min_rounds`, once `budget_s` of timing is spent.
+    budget_s, least = request["timing"].get("budget_s"), request["timing"].get("min_rounds", rounds)
     timed_checks, stalled = [], []
     before = gpu_environment.snapshot() if request["device"] == "cuda" else {}
     sink.stage("timing", f"{rounds} interleaved rounds")
+    started = time.monotonic()
     for r in range(rounds):
+        if budget_s is not None and r >= least and time.monotonic() - started > budget_s:
+            break
         order = names[:]
         _order.shuffle(order)
         # Fresh inputs every round, drawn now: no output can be memoised per input. On CUDA all but

@@ -59,8 +59,36 @@ def _parents() -> dict[int, int]:
     return parents
 
 
+# Where the kernel lists each thread's children (CONFIG_PROC_CHILDREN): the learner's tree is then read
+# from its root in a few small files instead of every process's stat (3 ms, three times for each
+# operation the candidate is asked: a sixth of a puzzle0 quick check).
+CHILDREN_LISTED = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
+def _children(pid: int) -> set[int]:
+    """The children of every thread of `pid` (a subreaper's adopted ones included)."""
+    kids: set[int] = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids  # it exited
+    for tid in tasks:
+        try:
+            kids.update(int(child) for child in Path(f"/proc/{pid}/task/{tid}/children").read_text().split())
+        except (OSError, ValueError):
+            continue  # the thread ended while we looked
+    return kids
+
+
 def learner_side(candidate: int, trusted: set[int]) -> set[int]:
     """The candidate and every descendant of it, plus whatever was re-parented to us and is not `trusted`."""
+    if CHILDREN_LISTED:
+        roots = {candidate} | (_children(os.getpid()) - trusted)
+        found, frontier = set(roots), set(roots)
+        while frontier:
+            frontier = set().union(*(_children(pid) for pid in frontier)) - found
+            found |= frontier
+        return found
     parents = _parents()
     if not parents:  # no /proc: the candidate alone
         return {candidate}

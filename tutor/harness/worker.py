@@ -35,8 +35,9 @@ WORKLOAD_API = ("prepare", "forward")
 SPEC_API = ("make_weights", "make_input")
 
 
-def setup(request: dict, timing: bool) -> Device:
-    """What every workload process does before it loads any workload: its device, clocks and seeds."""
+def setup(request: dict, timing: bool, role: str) -> Device:
+    """What every workload process does before it loads any workload: its device, clocks, seeds and caches."""
+    use_compile_caches(request, role)
     if request["device"] == "cuda" and not torch.cuda.is_available():
         raise HarnessFailure("no_gpu", "this puzzle needs a CUDA GPU, and torch sees none "
                              f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
@@ -49,6 +50,20 @@ def setup(request: dict, timing: bool) -> Device:
     random.seed()
     torch.manual_seed(secrets.randbelow(2**62))
     return Device(request["device"], flush_l2=timing)
+
+
+def use_compile_caches(request: dict, role: str) -> None:
+    """torch.compile's and triton's caches on disk in the workspace, one for each side of a grade.
+
+    Kept between runs, so the second grade of unchanged code neither compiles nor autotunes again.
+    One per side: the ruler's (comparators, and the baseline profiled alone) is out of learner code's
+    reach (request["protected"]), which could otherwise leave a slow kernel under a comparator's key.
+    Both libraries read these variables when they first compile, not at import.
+    """
+    folder = request.get("caches", {}).get(role)
+    if folder:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
 
 
 def share_autotuning() -> None:
@@ -69,7 +84,7 @@ class Worker:
 
     def __init__(self, request: dict, names: list[str], candidate: str | None):
         self.request, self.names, self.candidate = request, names, candidate
-        self.device = setup(request, timing=True)
+        self.device = setup(request, timing=True, role="candidate" if candidate else "ruler")
         # Before any workload loads, so every capture is counted, torch.compile's included.
         self.captures = CaptureCounter() if self.device.cuda else None
         self.compiled = CompileWatch() if candidate else None

@@ -24,7 +24,7 @@ from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
 from tutor.app.runs import RunKind, execute, preflight, run_kind
 from tutor.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
-from tutor.app.widgets.puzzle_card import readiness_line, status_line
+from tutor.app.widgets.puzzle_card import harness_line, readiness_line, status_line
 from tutor.app.widgets.run_panel import RunPanel
 from tutor.catalog import Puzzle
 from tutor.editor import editor_command
@@ -91,6 +91,7 @@ class PuzzleScreen(Screen):
         self.query_one(RunPanel).idle(self._idle_text())
         self.query_one("#files").focus()
         self.watch(self.app, "machine", lambda _: self.load_standing())
+        self.watch(self.app, "harness", lambda _: self.load_standing(), init=False)
         self.load_standing(show_last=True)
         if self.start:
             self.call_after_refresh(self.action_run, self.start)
@@ -122,7 +123,7 @@ class PuzzleScreen(Screen):
                  else Content.styled("○ watch off (w)", "$foreground-muted"))
         self.query_one("#standing", Static).update(Content("\n").join([
             status_line(status, "\n"), Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
-            readiness_line(ready), watch]))
+            readiness_line(ready), watch, harness_line(self.app.harness)]))
         self.query_one("#hints", Markdown).update(hints_markdown(self.puzzle, hints))
         if record is not None and self.running is None:
             self._show_last(record)

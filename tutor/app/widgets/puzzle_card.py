@@ -32,6 +32,19 @@ def readiness_line(ready: Readiness | None) -> Content:
     return Content.assemble(("✗ ", "$text-error"), (ready.label, "bold $text-error"), ": ", ready.why)
 
 
+HARNESS_WORDS = {  # short: the line lives in a narrow column
+    "off": ("○ harness: cold starts", "$foreground-muted"),
+    "warming": ("◌ harness warming…", "$text-warning"),
+    "ready": ("● harness warm", "$text-success"),
+    "failed": ("○ harness failed to warm", "$text-warning"),
+}
+
+
+def harness_line(state: str) -> Content:
+    """The warm harness the app owns (tutor.warm), in a line."""
+    return Content.styled(*HARNESS_WORDS[state])
+
+
 class PuzzleCard(Static):
     """Filled by its screen with `show(...)`."""
 

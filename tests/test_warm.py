@@ -1,0 +1,187 @@
+"""The warm harness (tutor.warm, tutor.harness.zygote): a run it forks is a cold run, only sooner.
+
+Every fairness test also runs through one (`pytest --warm`, a pass of `make test`); these are
+what only a warm harness has: its socket, its owner, what it leaves open in a run, its death.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections import Counter
+
+import pytest
+
+from conftest import start_warm_harness
+from tutor.runner import HarnessRun, RunFailed, run_harness
+from tutor.warm import WarmHarness, fingerprint, harness_environment
+
+# What the learner's process holds: its open files by kind, its environment's names, its session.
+LOOK_AROUND = """
+import json, os, torch
+def prepare(weights, device):
+    kinds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the listing's own fd, closed by now
+        kinds.append(target.split(":")[0] if ":" in target else "file")
+    with open(os.environ["LOOK_AROUND_TO"], "w") as f:
+        json.dump({"fds": sorted(kinds), "env": sorted(os.environ), "leader": os.getsid(0) == os.getpgid(0)}, f)
+    return weights
+def forward(state, x):
+    return x * state["w"]
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_for(condition, limit_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="module")
+def warm_folder():
+    """One warm harness for this module's tests (it takes seconds to import torch), owned by pytest."""
+    before = os.environ.get("INFPROF_RUNTIME_DIR")
+    folder, harness = start_warm_harness("ipt")
+    yield folder
+    harness.stop()
+    if before is None:
+        os.environ.pop("INFPROF_RUNTIME_DIR", None)
+    else:
+        os.environ["INFPROF_RUNTIME_DIR"] = before
+
+
+@pytest.fixture
+def warm(warm_folder, monkeypatch):
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", warm_folder)
+    monkeypatch.setenv("INFPROF_WARM", "require")
+    return WarmHarness.for_env()
+
+
+def test_a_warm_run_gives_what_a_cold_run_gives(warm, make_request, tmp_path, monkeypatch):
+    request = make_request(mine="""
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return x * state["w"]
+    """)
+    warm_run = run_harness(request, tmp_path / "warm", 120)
+    monkeypatch.setenv("INFPROF_WARM", "0")
+    cold_run = run_harness(request, tmp_path / "cold", 120)
+    assert warm_run.warm and not cold_run.warm
+    assert set(warm_run.result) == set(cold_run.result)
+    assert [c["rel_l2"] for c in warm_run.result["checks"]] == [c["rel_l2"] for c in cold_run.result["checks"]] == [0.0, 0.0]
+    assert {k: len(v) for k, v in warm_run.result["samples_ms"].items()} == {"baseline": 3, "mine": 3}
+
+
+def test_learner_code_in_a_warm_run_holds_what_it_holds_in_a_cold_one(warm, make_request, tmp_path, monkeypatch):
+    """No socket, pipe or file of the warm harness stays open in the run: only the run's own."""
+    request = make_request(mine=LOOK_AROUND)
+    seen = {}
+    for mode in ("require", "0"):
+        monkeypatch.setenv("INFPROF_WARM", mode)
+        monkeypatch.setenv("LOOK_AROUND_TO", str(tmp_path / f"{mode}.json"))
+        run_harness(request, tmp_path / mode, 120)
+        seen[mode] = json.loads((tmp_path / f"{mode}.json").read_text())
+    warm_run, cold_run = seen["require"], seen["0"]
+    assert Counter(warm_run["fds"]) == Counter(cold_run["fds"]), (warm_run["fds"], cold_run["fds"])
+    assert warm_run["env"] == cold_run["env"]
+    assert warm_run["leader"] and cold_run["leader"]  # a session of its own: stopped as a whole
+
+
+def test_a_warm_run_that_hangs_is_stopped_with_what_it_started(warm, make_request, tmp_path):
+    marker = tmp_path / "grandchild.pid"
+    request = make_request(mine=f"""
+        import os, time
+        def prepare(weights, device):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(600)
+                os._exit(0)
+            open({str(marker)!r}, "w").write(str(pid))
+            return weights
+        def forward(state, x):
+            time.sleep(600)
+    """)
+    run = HarnessRun(request, tmp_path / "run", timeout_s=8)
+    with pytest.raises(RunFailed) as failure:
+        list(run.events())
+    assert failure.value.kind == "timeout" and run.warm
+    assert wait_for(lambda: not alive(run._proc.pid))
+    assert wait_for(lambda: not alive(int(marker.read_text())))
+    assert warm.state() == "ready"  # the warm harness serves the next run
+
+
+def test_a_run_that_exits_ends_itself_not_the_warm_harness(warm, make_request, tmp_path):
+    request = make_request(mode="profile", mine="""
+        import sys
+        def prepare(weights, device):
+            sys.exit(3)
+        def forward(state, x):
+            return x
+    """)
+    request.update(prepare=["mine"], profile={"workload": "mine", "iterations": 1})
+    with pytest.raises(RunFailed) as failure:
+        run_harness(request, tmp_path / "run", 120)
+    assert failure.value.kind == "crashed" and "exited with code 3" in failure.value.message
+    assert warm.state() == "ready"
+
+
+def test_another_environment_or_python_finds_no_warm_harness(warm, make_request, tmp_path, monkeypatch):
+    env = harness_environment()
+    assert fingerprint(env) != fingerprint({**env, "CUDA_VISIBLE_DEVICES": "1"})
+    assert fingerprint(env) != fingerprint({**env, "TORCHINDUCTOR_MAX_AUTOTUNE": "1"})
+    assert fingerprint(env) == fingerprint({**env, "TERM": "dumb"})  # read by no import
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    with pytest.raises(RunFailed, match="no warm harness"):
+        run_harness(make_request(), tmp_path / "run", 120)
+
+
+def test_the_warm_harness_ends_with_its_owner(monkeypatch):
+    folder = tempfile.mkdtemp(prefix="ipo")
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", folder)
+    owner = subprocess.Popen(["sleep", "600"])
+    harness = WarmHarness.for_env()
+    try:
+        assert harness.start(owner=owner.pid) == "warming"
+        assert harness.wait_ready(), harness.log_path.read_text()
+        assert harness.ask("status")["owners"] == [owner.pid]
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    assert wait_for(lambda: harness.state() == "off")
+    assert not harness.socket_path.exists()
+
+
+@pytest.mark.gpu
+def test_a_run_forked_by_the_warm_harness_uses_the_gpu(warm, make_request, tmp_path):
+    """The warm harness never touched CUDA: its children create their own context, as a cold run does."""
+    request = make_request(mine="""
+        import torch
+        def prepare(weights, device):
+            return {"w": weights["w"].to(device), "device": device}
+        def forward(state, x):
+            return (x.to(state["device"]) * state["w"]).cpu()
+    """)
+    request["device"] = "cuda"
+    outcome = run_harness(request, tmp_path / "run", 300)
+    print(warm.ask("status"), outcome.result["samples_ms"])
+    assert outcome.warm and [c["rel_l2"] for c in outcome.result["checks"]] == [0.0, 0.0]

@@ -1,0 +1,288 @@
+"""The warm harness: a process that has imported torch and waits to fork harness runs.
+
+    python -m tutor.harness.zygote SOCKET [--owner PID] [--idle-s SECONDS]
+
+A cold run pays for a fresh interpreter and `import torch` (2-9 s) before anything of the
+puzzle happens. This process pays once, then forks one child per run: the child is what
+`python -m tutor.harness REQUEST.json` would be, with the caller's environment, working
+folder, output log and event pipes (passed over the Unix socket, tutor.warm), in a session
+of its own so the caller can stop it and everything it started. It never initialises CUDA,
+runs a workload or keeps anything a run did: a forked child shares nothing back, so every
+fairness property of a cold run holds (tests/test_warm.py).
+
+It exits when every process that owns it has exited and no run is left, after `--idle-s`
+without a run when nobody owns it, or when asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import random
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+
+# What a run imports anyway, in the order it would. torch and the harness are always preloaded; the
+# libraries are a bonus, dropped (--torch-only) if a child forked after them cannot run CUDA: CUDA does
+# not survive a fork once the driver is initialised, and a library that asks about the GPU as it loads
+# initialises it (gemlite reads the SM count at import, so it is never here).
+LIBRARIES = ("torch._dynamo", "torch._inductor.compile_fx", "triton", "torchao")
+HARNESS = ("tutor.harness.__main__", "tutor.harness.lockstep", "tutor.harness.worker", "tutor.harness.alone")
+MAX_MESSAGE = 1 << 20
+CLIENT_TIMEOUT_S = 10.0
+
+
+def preload(libraries: tuple[str, ...]) -> list[str]:
+    """Import what a run would; a library that is missing or broken here is left to the run to report."""
+    import torch
+
+    loaded = ["torch"]
+    for name in (*libraries, *HARNESS):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the run reports it in its own words
+            continue
+        loaded.append(name)
+    if torch.cuda.is_initialized():
+        raise SystemExit(f"importing {', '.join(loaded)} initialised CUDA: a warm harness cannot fork after that")
+    if threading.active_count() != 1:  # a thread would not survive the fork, and might hold a lock
+        raise SystemExit(f"the imports started {threading.active_count() - 1} thread(s): forking is unsafe")
+    return loaded
+
+
+def cuda_survives_fork() -> bool | None:
+    """Whether a child forked now can run a CUDA kernel; None where there is no GPU to run one on."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        answer = b"0"
+        try:
+            import torch
+            answer = b"-" if not torch.cuda.is_available() else \
+                b"1" if float(torch.ones(4, device="cuda").sum()) == 4.0 else b"0"
+        except BaseException:  # noqa: BLE001 - any failure is the answer
+            pass
+        finally:
+            os.write(write, answer)
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    answer = os.read(read, 1)
+    os.close(read)
+    return {b"1": True, b"-": None}.get(answer, False)
+
+
+def read_message(conn: socket.socket) -> tuple[dict, list[int]]:
+    """One JSON line and the file descriptors sent with it."""
+    data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 8)
+    while not data.endswith(b"\n"):
+        more = conn.recv(MAX_MESSAGE)
+        if not more or len(data) > MAX_MESSAGE:
+            for fd in fds:
+                os.close(fd)
+            raise ValueError("message cut short")
+        data += more
+    return json.loads(data), list(fds)
+
+
+def send(conn: socket.socket, message: dict) -> None:
+    with contextlib.suppress(OSError):  # the caller hung up: nothing to tell
+        conn.sendall(json.dumps(message).encode() + b"\n")
+
+
+def become_run(request: dict, fds: list[int], closing: list) -> None:
+    """In the forked child: turn into a harness run for the caller, run it, and exit with its code."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for thing in closing:
+            thing.close()
+        os.setsid()  # its own session and group: the caller stops the run and all it started at once
+        log, event_fd, nonce_fd = fds
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(devnull)
+        os.close(log)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        from tutor.protocol import EVENT_FD_ENV, NONCE_FD_ENV
+        os.environ[EVENT_FD_ENV], os.environ[NONCE_FD_ENV] = str(event_fd), str(nonce_fd)
+        sys.argv = ["-m", *request["argv"]]
+        random.seed()  # as a fresh interpreter would: no two runs share a generator's state
+        from tutor.harness.__main__ import main
+        code = main(request["argv"])
+    except SystemExit as e:  # learner code may call sys.exit(): the run ends as a process would
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # noqa: BLE001 - never return into the warm harness's loop
+        import traceback
+        traceback.print_exc()
+        code = 4
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+class Zygote:
+    def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str]):
+        self.path, self.owners, self.idle_s, self.preloaded = path, owners, idle_s, preloaded
+        self.runs: dict[int, socket.socket] = {}  # child pid -> the caller waiting for its exit
+        self.last_run = time.monotonic()
+        self.stopping = False
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        old = os.umask(0o077)  # only this user may ask for a run
+        try:
+            self.listener.bind(path)
+        finally:
+            os.umask(old)
+        self.bound = os.stat(path).st_ino
+        self.listener.listen(16)
+        self.wake_read, self.wake_write = os.pipe()
+        os.set_blocking(self.wake_write, False)
+        os.set_blocking(self.wake_read, False)
+        signal.set_wakeup_fd(self.wake_write, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() through the fd above
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+
+    def serve(self) -> None:
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.listener, selectors.EVENT_READ)
+            sel.register(self.wake_read, selectors.EVENT_READ)
+            while not self.should_exit():
+                for key, _ in sel.select(timeout=1.0):
+                    if key.fileobj is self.listener:
+                        self.answer(self.listener.accept()[0], sel)
+                    else:
+                        with contextlib.suppress(BlockingIOError):
+                            os.read(self.wake_read, 4096)
+                self.reap()
+        self.close()
+
+    def should_exit(self) -> bool:
+        if self.stopping:
+            return True
+        if self.runs:
+            return False
+        if self.owners:
+            self.owners = {pid for pid in self.owners if alive(pid)}
+            return not self.owners
+        return time.monotonic() - self.last_run > self.idle_s
+
+    def answer(self, conn: socket.socket, sel: selectors.BaseSelector) -> None:
+        conn.settimeout(CLIENT_TIMEOUT_S)
+        try:
+            message, fds = read_message(conn)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        op = message.get("op")
+        if op == "run" and len(fds) == 3:
+            self.fork_run(conn, message, fds, sel)
+            return
+        for fd in fds:
+            os.close(fd)
+        if op == "own":
+            self.owners.add(int(message["pid"]))
+        elif op == "stop":
+            self.stopping = True
+        send(conn, {"pid": os.getpid(), "preloaded": self.preloaded, "owners": sorted(self.owners),
+                    "runs": len(self.runs)})
+        conn.close()
+
+    def fork_run(self, conn: socket.socket, request: dict, fds: list[int], sel: selectors.BaseSelector) -> None:
+        self.last_run = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            # Nothing of the warm harness's stays open in the run: learner code finds what a cold run has.
+            become_run(request, fds, [sel, self.listener, conn, *self.runs.values(), BareFd(self.wake_read),
+                                      BareFd(self.wake_write)])
+        for fd in fds:  # the child holds them now: the caller sees EOF when the run ends
+            os.close(fd)
+        send(conn, {"started": pid})
+        self.runs[pid] = conn
+
+    def reap(self) -> None:
+        while self.runs:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.runs.pop(pid, None)
+            if conn is not None:
+                send(conn, {"exit": os.waitstatus_to_exitcode(status)})
+                conn.close()
+            self.last_run = time.monotonic()
+
+    def close(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(self.path).st_ino == self.bound:
+                os.unlink(self.path)  # ours, not a newer harness's that took the name
+        pid_file = os.path.splitext(self.path)[0] + ".pid"  # written by tutor.warm when it started us
+        with contextlib.suppress(OSError, ValueError):
+            if int(open(pid_file).read()) == os.getpid():
+                os.unlink(pid_file)
+        self.listener.close()
+
+
+class BareFd:
+    """A bare fd with close(), so the child can drop it with the sockets."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tutor.harness.zygote")
+    parser.add_argument("socket")
+    parser.add_argument("--owner", type=int, action="append", default=[])
+    parser.add_argument("--idle-s", type=float, default=1200.0)
+    parser.add_argument("--torch-only", action="store_true", help="preload torch and the harness, no library")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    preloaded = preload(() if args.torch_only else LIBRARIES)
+    # Before the socket exists: no run may fork from a harness whose children cannot use the GPU.
+    if cuda_survives_fork() is False:
+        if args.torch_only:
+            raise SystemExit("a child forked after `import torch` cannot run CUDA here: runs start cold")
+        print(f"a child forked after importing {', '.join(preloaded)} cannot run CUDA: torch alone, again", flush=True)
+        os.execv(sys.executable, [sys.executable, "-m", "tutor.harness.zygote", *argv, "--torch-only"])
+    zygote = Zygote(args.socket, set(args.owner), args.idle_s, preloaded)
+    print(f"warm in {time.monotonic() - started:.1f} s: {', '.join(zygote.preloaded)}", flush=True)
+    zygote.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

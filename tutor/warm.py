@@ -1,0 +1,251 @@
+"""The caller's side of the warm harness (tutor.harness.zygote): find it, start it, run through it.
+
+One warm harness serves every workspace of this user that runs this very tutor, with this
+Python and this environment: its socket's name is a digest of all three, so a changed
+source file, another virtual environment or another CUDA_VISIBLE_DEVICES finds no harness and
+runs cold (or starts a new one). The TUI and `watch` start one and own it (it exits after
+them); other CLI commands use one when it is there and never wait for one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+# Environment variables read when torch, triton or Python start: they must match the harness's.
+IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TORCHINDUCTOR", "TORCHDYNAMO", "TRITON", "CUDA", "NVIDIA", "LD_",
+                   "OMP_", "MKL_", "PYTHON")
+READY_WAIT_S = 90.0  # how long a run waits for a harness that is still warming before it goes cold
+CONNECT_TIMEOUT_S = 5.0
+
+
+def warm_mode() -> str:
+    """INFPROF_WARM: 0 runs everything cold (to compare, or to rule the warm harness out); 'require'
+    fails a run that finds no warm harness (the test suite's --warm pass, the latency benchmark);
+    anything else uses one when it is ready."""
+    value = os.environ.get("INFPROF_WARM", "1")
+    return {"0": "off", "require": "require"}.get(value, "use")
+
+
+def fingerprint(env: dict[str, str]) -> str:
+    """Digest of what a warm harness must share with its caller: Python, tutor's sources, import-time env."""
+    digest = hashlib.sha256()
+    digest.update(os.path.realpath(sys.executable).encode())
+    for path in sorted(SOURCE_ROOT.joinpath("tutor").rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path}:{stat.st_mtime_ns}:{stat.st_size}\n".encode())
+    for name in sorted(k for k in env if k.startswith(IMPORT_TIME_ENV)):
+        digest.update(f"{name}={env[name]}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def runtime_dir() -> Path:
+    """A folder only this user can enter; short, for a Unix socket's 108-byte path limit."""
+    folder = Path(os.environ.get("INFPROF_RUNTIME_DIR") or Path(tempfile.gettempdir()) / f"infprof-tutor-{os.getuid()}")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.stat().st_uid != os.getuid():
+        raise PermissionError(f"{folder} belongs to another user")
+    return folder
+
+
+@dataclass(frozen=True)
+class WarmHarness:
+    socket_path: Path
+    log_path: Path
+
+    @classmethod
+    def for_env(cls, env: dict[str, str] | None = None) -> WarmHarness:
+        key = fingerprint(harness_environment() if env is None else env)
+        folder = runtime_dir()
+        return cls(folder / f"warm-{key}.sock", folder / f"warm-{key}.log")
+
+    # -- asking it things --------------------------------------------------------------------
+
+    def _connect(self) -> socket.socket | None:
+        if not self.socket_path.exists():
+            return None
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(CONNECT_TIMEOUT_S)
+        try:
+            conn.connect(str(self.socket_path))
+        except OSError:
+            conn.close()
+            return None
+        return conn
+
+    def ask(self, op: str, **fields) -> dict | None:
+        """The harness's answer to `op` (status, own, stop); None when none is listening."""
+        conn = self._connect()
+        if conn is None:
+            return None
+        with conn:
+            try:
+                conn.sendall(json.dumps({"op": op, **fields}).encode() + b"\n")
+                return json.loads(_read_line(conn))
+            except (OSError, ValueError):
+                return None
+
+    def state(self) -> str:
+        """'ready', 'warming' (started, still importing) or 'off'."""
+        if self.ask("status") is not None:
+            return "ready"
+        return "warming" if _warming_pid(self.log_path) else "off"
+
+    # -- starting and stopping ----------------------------------------------------------------
+
+    def start(self, owner: int | None = None, idle_s: float = 1200.0) -> str:
+        """Start one unless one is ready or warming; `owner` keeps it alive while it lives. Returns the state."""
+        state = self.state()
+        if state == "ready":
+            if owner is not None:
+                self.ask("own", pid=owner)
+            return state
+        if state == "warming":
+            return state  # the owner is added once it is ready (see `wait_ready`)
+        env = harness_environment()
+        command = [sys.executable, "-m", "tutor.harness.zygote", str(self.socket_path), "--idle-s", str(idle_s)]
+        if owner is not None:
+            command += ["--owner", str(owner)]
+        with self.log_path.open("wb") as log:
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True, cwd=str(SOURCE_ROOT))
+        self.log_path.with_suffix(".pid").write_text(str(proc.pid))
+        return "warming"
+
+    def wait_ready(self, timeout_s: float = READY_WAIT_S, owner: int | None = None) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.ask("own", pid=owner) if owner is not None else self.ask("status"):
+                return True
+            if not _warming_pid(self.log_path):
+                return False  # it died while warming: its log says why
+            time.sleep(0.1)
+        return False
+
+    def stop(self) -> bool:
+        return self.ask("stop") is not None
+
+    # -- a run through it ---------------------------------------------------------------------
+
+    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, log_fd: int, event_fd: int,
+              nonce_fd: int) -> WarmProcess | None:
+        """Fork a harness run in the warm harness; None when none is ready (the caller goes cold)."""
+        if self.state() == "warming":
+            self.wait_ready()
+        conn = self._connect()
+        if conn is None:
+            return None
+        message = json.dumps({"op": "run", "argv": argv, "env": env, "cwd": str(cwd)}).encode() + b"\n"
+        try:
+            socket.send_fds(conn, [message], [log_fd, event_fd, nonce_fd])
+            reply = json.loads(_read_line(conn))
+        except (OSError, ValueError):
+            conn.close()
+            return None
+        conn.settimeout(None)
+        return WarmProcess(int(reply["started"]), conn)
+
+
+class WarmProcess:
+    """A run forked by the warm harness, as much of subprocess.Popen as tutor.runner uses."""
+
+    def __init__(self, pid: int, conn: socket.socket):
+        self.pid, self._conn = pid, conn
+        self.returncode: int | None = None
+        self._buffer = b""
+
+    def poll(self) -> int | None:
+        return self._read(0.0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._read(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired("warm harness run", timeout)
+        return code
+
+    def _read(self, timeout: float | None) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._conn, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not sel.select(left):
+                    return None
+                chunk = self._conn.recv(4096)
+                if not chunk:  # the warm harness itself died: the run's fate is unknown
+                    self._conn.close()
+                    self.returncode = _lost(self.pid)
+                    return self.returncode
+                self._buffer += chunk
+        self.returncode = int(json.loads(self._buffer.split(b"\n", 1)[0])["exit"])
+        self._conn.close()
+        return self.returncode
+
+
+def _lost(pid: int) -> int:
+    """The warm harness died under a run: end what is left of the run and report it killed."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, 9)
+    return -9
+
+
+def _read_line(conn: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ValueError("the warm harness hung up")
+        data += chunk
+    return data
+
+
+def _warming_pid(log_path: Path) -> int | None:
+    """The pid of a harness started for this socket that is still alive (warming, or ready)."""
+    try:
+        pid = int(log_path.with_suffix(".pid").read_text())
+        # The pid alone could be any process's by now: its command line must name this socket.
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+            return None  # it exited, and its parent (a TUI that started it) has not reaped it yet
+    except (OSError, ValueError, IndexError):
+        return None
+    if command == [b""]:
+        return pid  # still between fork and exec: it was started a moment ago
+    return pid if b"tutor.harness.zygote" in command and str(log_path.with_suffix(".sock")).encode() in command else None
+
+
+def harness_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every harness process, cold or warm, before a run's own pipes are added."""
+    env = dict(os.environ if base is None else base)
+    # The harness must import this very tutor package, even when it is run from a source tree.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPYCACHEPREFIX"] = bytecode_cache(env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def bytecode_cache(env: dict[str, str]) -> str:
+    """Where the harness keeps the bytecode of what it imports: the tutor's cache, not site-packages.
+
+    Each run is a fresh Python: where bytecode is not written (PYTHONDONTWRITEBYTECODE, as on the
+    GPU machines we test on, or a read-only install) it recompiles torch's modules every time:
+    import torch took 6.2-8.0 s there against 2.1-2.7 s with its bytecode kept, torchao 11.2 against
+    4.6 s. A PYTHONPYCACHEPREFIX of the learner's own is kept.
+    """
+    return env.get("PYTHONPYCACHEPREFIX") or str(Path(platformdirs.user_cache_dir("infprof-tutor")) / "bytecode")
