@@ -323,6 +323,26 @@ async def test_the_app_warms_a_harness_it_owns_and_its_runs_fork_from_it(workspa
         harness.stop()
 
 
+async def test_review_asks_before_opening_early_then_shows_each_solution_beside_yours(workspace):
+    from textual.widgets import TabPane
+
+    from tutor.app.screens.review import OpenEarly, ReviewScreen
+    async with puzzle_open(workspace) as (pilot, screen):
+        await pilot.press("v")
+        await wait_for_screen(pilot, OpenEarly)
+        await pilot.press("n")  # not yet: nothing opened, nothing recorded
+        await wait_until(pilot, lambda: pilot.app.screen is screen, 10, "the puzzle again")
+        assert Progress(workspace.db_path).review_opened("puzzle0") == ""
+        await pilot.press("v")
+        await wait_for_screen(pilot, OpenEarly)
+        await pilot.press("y")
+        review = await wait_for_screen(pilot, ReviewScreen)
+        tabs = [pane.id for pane in review.query(TabPane)]
+        assert tabs == ["review-solution", "review-numpy_vectorised", "review-compiled"]
+        assert review.sub_title == "opened before solving (recorded)"
+        assert Progress(workspace.db_path).review_opened("puzzle0") == "early"
+
+
 async def test_cancel_kills_the_workload_process(workspace):
     async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")

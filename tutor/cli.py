@@ -194,6 +194,18 @@ def cmd_hint(args) -> int:
     return 0
 
 
+def cmd_review(args) -> int:
+    """The reference and the honest alternatives beside your code, once the puzzle is solved."""
+    from tutor.catalog import get_puzzle
+    from tutor.cli_views import review_view
+    from tutor.review import open_review
+    from tutor.workspace import require_workspace
+
+    console.print(review_view(open_review(require_workspace(args.workspace), get_puzzle(args.puzzle), args.early),
+                              side_by_side=console.width >= 160))
+    return 0
+
+
 def cmd_reset(args) -> int:
     from tutor.catalog import get_puzzle
     from tutor.workspace import require_workspace
@@ -231,11 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
                               ("grade", cmd_grade, "check, time and grade your solution"),
                               ("watch", cmd_watch, "a quick check (correctness, speed) on every save; Ctrl-C stops"),
                               ("hint", cmd_hint, "reveal the next hint"),
+                              ("review", cmd_review, "good solutions beside yours, once you have a tier"),
                               ("reset", cmd_reset, "restore a puzzle's files (keeps .bak copies)"),
                               ("profile", cmd_profile, "profile a workload and show its metrics")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("puzzle")
         p.set_defaults(func=func)
+        if name == "review":
+            p.add_argument("--early", action="store_true", help="open it before solving (recorded as seen early)")
         if name == "profile":
             p.add_argument("--profiler", default="torch", choices=list(PROFILERS))
             p.add_argument("--which", default="baseline", choices=["baseline", "mine"])

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Group
 from rich.markdown import Markdown
 from rich.panel import Panel
+from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -21,6 +22,7 @@ from tutor.progress import PuzzleStatus
 from tutor.records import compare_rows
 
 if TYPE_CHECKING:
+    from tutor.review import Review
     from tutor.quick_check import QuickCheck  # loads the grading stack: only the commands that check do
 
 STATUS_STYLE = {"new": "dim", "attempted": "yellow", "solved": "green"}
@@ -118,3 +120,28 @@ def error_view(e: TutorError) -> Panel:
         body.append("\n\nLast output of the workload:\n", style="dim")
         body.append(e.output_tail[-1500:], style="dim")
     return Panel(body, title="Problem", title_align="left", border_style="red")
+
+
+def review_view(review: Review, side_by_side: bool = False) -> Group:
+    """Each solution with why it is fast, its numbers and what profile shows it, beside or after your code."""
+    opened = {"early": "opened before solving (recorded)", "hints": "opened after every hint",
+              "solved": "opened after solving"}[review.opened_as]
+    parts: list = [Text(f"Review of {review.puzzle}: {opened}", style="bold")]
+    mine = Syntax(review.mine or "# (no workload.py)", "python", line_numbers=True, word_wrap=True)
+    if not side_by_side:
+        parts.append(Panel(mine, title="yours", title_align="left"))
+    for s in review.solutions:
+        notes = Table.grid(padding=(0, 2))
+        for label, text in (("why", s.why), ("measured", s.measured), ("profile", s.profile)):
+            if text:
+                notes.add_row(Text(label, style="bold"), text)
+        code = Syntax(s.code, "python", line_numbers=True, word_wrap=True)
+        if side_by_side:
+            pair = Table.grid(padding=(0, 1), expand=True)
+            pair.add_column(ratio=1)
+            pair.add_column(ratio=1)
+            pair.add_row(Panel(mine, title="yours", title_align="left"),
+                         Panel(code, title=s.title, title_align="left"))
+            code = pair
+        parts.append(Panel(Group(notes, code), title=f"{s.title} · {s.tier}", title_align="left"))
+    return Group(*parts)

@@ -51,7 +51,12 @@ def _v1(db: sqlite_utils.Database) -> None:
     db["hints"].create({"puzzle": str, "idx": int, "revealed_at": float}, pk=("puzzle", "idx"))
 
 
-MIGRATIONS = [_v1]  # append only: index i brings the schema to version i + 1
+def _v2(db: sqlite_utils.Database) -> None:
+    # The first time a puzzle's review was opened, and what opened it: solved, hints, or early.
+    db["reviews"].create({"puzzle": str, "opened_at": float, "unlocked_by": str}, pk="puzzle")
+
+
+MIGRATIONS = [_v1, _v2]  # append only: index i brings the schema to version i + 1
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,16 @@ class Progress:
 
     def hints_revealed(self, puzzle: str) -> int:
         return self.db["hints"].count_where("puzzle = ?", [puzzle])
+
+    def record_review(self, puzzle: str, unlocked_by: str) -> None:
+        """The first opening only: a review seen early stays 'early' whatever happens after."""
+        self.db["reviews"].insert({"puzzle": puzzle, "opened_at": time.time(), "unlocked_by": unlocked_by},
+                                  ignore=True)
+
+    def review_opened(self, puzzle: str) -> str:
+        """What opened the puzzle's review first ('solved', 'hints', 'early'), or '' if it never was."""
+        rows = list(self.db["reviews"].rows_where("puzzle = ?", [puzzle]))
+        return rows[0]["unlocked_by"] if rows else ""
 
     def status(self, puzzle: str) -> PuzzleStatus:
         rows = self.attempts(puzzle)

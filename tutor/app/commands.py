@@ -39,6 +39,8 @@ def puzzle_commands(screen: PuzzleScreen) -> Iterable[SystemCommand]:
     for name in screen.puzzle.editable:
         yield SystemCommand(f"Edit {name}", f"open {p}/{name} in $EDITOR", lambda n=name: screen.action_edit(n))
     yield SystemCommand("Results", "verdict, metrics, kernels, history (r)", screen.action_results)
+    yield SystemCommand("Review", "the reference and honest alternatives beside your code, once solved (v)",
+                        screen.action_review)
 
 
 def _profile_commands(screen: PuzzleScreen) -> Iterable[SystemCommand]:

@@ -44,6 +44,8 @@ class PuzzleScreen(Screen):
         Binding("c", "cancel", "Cancel", tooltip="stop the run (the workload process is killed)"),
         Binding("w", "toggle_watch", "Watch", tooltip="watch mode: every save re-checks (not a grade)"),
         Binding("h", "hint", "Hint", tooltip="reveal the next hint (recorded)"),
+        Binding("v", "review", "Review", show=False,
+                tooltip="good solutions beside yours: once you have a tier, or after every hint"),
         Binding("e", "edit", "Edit", tooltip="open the highlighted file in $EDITOR (enter does too)"),
         Binding("r", "results", "Results", tooltip="verdict, metrics, kernels, history, the trace"),
         Binding("o", "output", "Output", show=False, tooltip="the full output tail of a failed run"),
@@ -279,6 +281,18 @@ class PuzzleScreen(Screen):
             self.notify("All hints are out. The story and your profile are next.", title="No more hints")
         self.load_standing()
         self.call_after_refresh(self.query_one("#brief").scroll_end)
+
+    def action_review(self, early: bool = False) -> None:
+        from tutor.app.screens.review import OpenEarly, ReviewScreen
+        from tutor.review import ReviewLocked, open_review
+
+        try:
+            review = open_review(self.ws, self.puzzle, early)
+        except ReviewLocked as locked:
+            self.app.push_screen(OpenEarly(locked.message),
+                                 lambda yes: self.action_review(early=True) if yes else None)
+            return
+        self.app.push_screen(ReviewScreen(review))
 
     def action_edit(self, name: str | None = None) -> None:
         files = self.query_one(EditableFiles)
