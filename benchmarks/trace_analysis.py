@@ -1,8 +1,8 @@
 """Trace-analysis speed: our `extract()` against Holistic Trace Analysis (HTA) on one big real-shaped trace.
 
-    .venv/bin/python benchmarks/trace_analysis.py [--events 1000000] [--runs 3] [--fixture NAME] [--gz]
+    .venv/bin/python benchmarks/trace_analysis.py [--events 1000000] [--runs 3] [--trace PATH] [--gz]
 
-Tiles a trace recorded on the H100 (tests/fixtures, puzzle1's baseline by default)
+Tiles a trace recorded on the H100 (puzzle1's shipped baseline recording by default)
 until it holds --events events, writes it once as a PyTorch-profiler-shaped file
 (`rank-0.json`, with `distributedInfo.rank`, in a directory of its own, as HTA
 wants), then times each tool on that file in fresh subprocesses: the median
@@ -31,7 +31,6 @@ from pathlib import Path
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
 # Per-iteration metrics a faithful tiling leaves unchanged (busy/idle shift a little: copies sit side by side).
 INVARIANT_METRICS = ("cpu.ops_per_iter", "cpu.allocs_per_iter", "kernels.per_iter", "gpu.time_per_iter_us",
                      "launch.api_us_per_iter", "launch.latency_us_median")
@@ -43,14 +42,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--fixture", default="h100_puzzle1_baseline_trace")
+    parser.add_argument("--trace", type=Path,
+                        default=ROOT / "challenges" / "puzzle1" / "recordings" / "h100_baseline_trace.json.gz")
     parser.add_argument("--gz", action="store_true", help="write rank-0.json.gz instead of plain JSON")
     parser.add_argument("--child", nargs=2, metavar=("TOOL", "TRACE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return _child(*args.child)
 
-    base = _read(FIXTURES / f"{args.fixture}.json.gz")
+    base = _read(args.trace)
     with tempfile.TemporaryDirectory(prefix="infprof-trace-bench-") as tmp:
         t0 = time.perf_counter()
         big = tile(base, args.events)
@@ -61,7 +61,7 @@ def main() -> int:
         print(f"trace: {events:,} events (tiled from {args.fixture}, {len(base['traceEvents']):,} events), "
               f"{path.stat().st_size / 1e6:.0f} MB {path.suffix}, built in {time.perf_counter() - t0:.1f} s")
         print(f"load: {os.getloadavg()[0]:.2f} (1-min average), {os.cpu_count()} cores")
-        _check_tiling(FIXTURES / f"{args.fixture}.json.gz", path)
+        _check_tiling(args.trace, path)
 
         results = {}
         for tool in ("ours", "hta"):

@@ -14,6 +14,11 @@ except ImportError:
     HAS_CUDA = False
 
 
+def recording(puzzle: str, name: str) -> Path:
+    """A baseline profile recorded on the H100 and shipped in the puzzle's folder (metrics.json, trace.json.gz, ncu.csv)."""
+    return Path(__file__).parent.parent / "challenges" / puzzle / "recordings" / f"h100_baseline_{name}"
+
+
 def pytest_addoption(parser):
     parser.addoption("--warm", action="store_true",
                      help="run every harness run through one warm harness (tutor.warm); a run that cannot fails")

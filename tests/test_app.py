@@ -41,6 +41,7 @@ from tutor.profilers.openers import shell_path
 from tutor.profilers.registry import PERFETTO_SCRIPT, PROFILERS
 from tutor.progress import Progress
 from tutor.runner import RunFailed
+from conftest import recording
 
 # What this CI machine is, stated rather than probed, so results do not depend on where tests run.
 CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
@@ -515,8 +516,8 @@ def record_real_profiles(ws, puzzle_id: str, tmp_path) -> dict[str, Path]:
 
     export = tmp_path / "saxpy.sqlite"  # SQLite needs a real file
     export.write_bytes(gzip.decompress((FIXTURES / "nsys_saxpy_a100_2022.2.sqlite.gz").read_bytes()))
-    metrics = {"torch": ProfileMetrics.from_json((FIXTURES / "h100_puzzle1_baseline_metrics.json").read_text()),
-               "ncu": ncu.extract(FIXTURES / "h100_puzzle1_baseline_ncu.csv"),
+    metrics = {"torch": ProfileMetrics.from_json((recording("puzzle1", "metrics.json")).read_text()),
+               "ncu": ncu.extract(recording("puzzle1", "ncu.csv")),
                "nsys": nsys_sqlite.extract(export)}
     files = {"torch": "trace.json", "ncu": "profile.ncu-rep", "nsys": "profile.nsys-rep"}
     progress, paths = Progress(ws.db_path), {}

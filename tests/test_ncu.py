@@ -16,6 +16,7 @@ from tutor.catalog import get_puzzle
 from tutor.errors import EnvironmentProblem
 from tutor.metrics import describe
 from tutor.profilers import ncu
+from conftest import recording
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FP8_WEIGHT_BYTES = 4096 * 4096  # one layer
@@ -23,7 +24,7 @@ FP8_WEIGHT_BYTES = 4096 * 4096  # one layer
 
 @pytest.fixture(scope="module")
 def baseline():
-    return ncu.extract(FIXTURES / "h100_puzzle1_baseline_ncu.csv")
+    return ncu.extract(recording("puzzle1", "ncu.csv"))
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +99,6 @@ def test_profile_under_ncu_end_to_end(workspace):
 
 def test_per_block_units_are_scaled():
     # ncu gives shared memory in "Kbyte/block": 213.504 of them is GemLite's 5-stage 64x32x256 tile.
-    gemm = ncu.extract(FIXTURES / "h100_puzzle3_baseline_ncu.csv")
+    gemm = ncu.extract(recording("puzzle3", "ncu.csv"))
     assert gemm.values["ncu.dynamic_shared_bytes"] == pytest.approx(213504)
     assert gemm.values["ncu.occupancy_limit_shared_mem"] == 1

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import recording
 from graders import puzzle2
 from tutor.catalog import get_puzzle
 from tutor.runner import run_harness
@@ -126,9 +127,9 @@ def test_grader_without_memory_figures_says_so():
 def baseline_profile():
     from tutor.profilers.torch_trace import MEMORY_METRICS, extract
 
-    recorded = json.loads((FIXTURES / "h100_puzzle2_baseline_metrics.json").read_text())["values"]
+    recorded = json.loads((recording("puzzle2", "metrics.json")).read_text())["values"]
     memory = {raw: recorded[metric] for raw, metric in MEMORY_METRICS.items() if metric in recorded}
-    return extract(FIXTURES / "h100_puzzle2_baseline_trace.json.gz", memory)
+    return extract(recording("puzzle2", "trace.json.gz"), memory)
 
 
 def test_baseline_profile_shows_graph_replays_and_their_memory(baseline_profile):

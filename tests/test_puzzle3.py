@@ -21,8 +21,14 @@ from tutor.catalog import get_puzzle
 from tutor.grading.puzzle_checks import LearnerProfiles
 from tutor.profilers import ncu
 from tutor.reference import install_reference
+from conftest import recording
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def ncu_csv(which: str) -> Path:
+    """Nsight Compute's CSV of puzzle3 on the H100: the baseline's ships with the puzzle, the solution's is a fixture."""
+    return recording("puzzle3", "ncu.csv") if which == "baseline" else FIXTURES / "h100_puzzle3_mine_ncu.csv"
 
 FACTS = {"matmul_type": "GEMM", "config_key": "(128, 4096, 4096, 4096, 1, 108)", "source": "autotune",
          "config": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64}}
@@ -58,7 +64,7 @@ def test_no_facts_from_the_run_fails_with_a_reason():
 def ncu_profiles(code_hash: str = "graded") -> LearnerProfiles:
     rows = {}
     for which in ("baseline", "mine"):
-        metrics = ncu.extract(FIXTURES / f"h100_puzzle3_{which}_ncu.csv")
+        metrics = ncu.extract(ncu_csv(which))
         rows[(which, "ncu")] = {"metrics_json": metrics.to_json(), "code_hash": code_hash}
     return LearnerProfiles(rows, "graded")
 
@@ -105,7 +111,7 @@ def test_reference_install_reports_the_run_and_cites_both_ncu_profiles(workspace
 
     def profile(ws, puzzle, which, profiler):
         profiled.append((which, profiler))
-        return ProfileOutcome(ncu.extract(FIXTURES / f"h100_puzzle3_{which}_ncu.csv"), FIXTURES, FIXTURES)
+        return ProfileOutcome(ncu.extract(ncu_csv(which)), FIXTURES, FIXTURES)
 
     monkeypatch.setattr(reference.actions, "profile", profile)
     install_reference(workspace, puzzle, {"gpu.busy_fraction": 0.2, "cpu.time_per_iter_us": 1234.5},
@@ -125,12 +131,12 @@ def test_baseline_profile_shows_a_gpu_waiting_on_the_host():
     from tutor.profilers.torch_trace import extract
 
     fixtures = FIXTURES
-    metrics = extract(fixtures / "h100_puzzle3_baseline_trace.json.gz")
+    metrics = extract(recording("puzzle3", "trace.json.gz"))
     v = metrics.values
     assert v["kernels.per_iter"] == 4  # one GemLite kernel per layer
     assert v["gpu.busy_fraction"] < 0.3  # the GPU idles while the host dispatches
     assert v["cpu.time_per_iter_us"] > 4 * v["gpu.time_per_iter_us"]
-    recorded = json.loads((fixtures / "h100_puzzle3_baseline_metrics.json").read_text())["values"]
+    recorded = json.loads((recording("puzzle3", "metrics.json")).read_text())["values"]
     assert v["gpu.busy_fraction"] == recorded["gpu.busy_fraction"]  # same reading here as on the H100
 
 

@@ -12,6 +12,7 @@ import pytest
 from tutor.metrics import ProfileMetrics, describe
 from tutor.profilers.gpu_timeline import LAUNCH_APIS, kernel_category
 from tutor.profilers.torch_trace import extract
+from conftest import recording
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -172,9 +173,9 @@ def test_reading_a_trace_never_imports_torch():
 # run on the fp8 baseline, with the metrics it computed there.
 @pytest.fixture(scope="module")
 def puzzle1_baseline():
-    recorded = json.loads((FIXTURES / "h100_puzzle1_baseline_metrics.json").read_text())["values"]
+    recorded = json.loads((recording("puzzle1", "metrics.json")).read_text())["values"]
     memory = {k.removeprefix("memory."): v for k, v in recorded.items() if k.startswith("memory.")}
-    return extract(FIXTURES / "h100_puzzle1_baseline_trace.json.gz", memory), recorded
+    return extract(recording("puzzle1", "trace.json.gz"), memory), recorded
 
 
 def test_puzzle1_extraction_here_matches_the_h100_run(puzzle1_baseline):

@@ -180,6 +180,23 @@ def cmd_warm(args) -> int:
     return 0
 
 
+def cmd_dev_check(args) -> int:
+    """For puzzle authors: every puzzle (or one) checked from its folder, and graded where this machine can."""
+    from tutor.catalog import all_puzzles, get_puzzle
+    from tutor.cli_views import dev_check_view
+    from tutor.dev_check import check_puzzle
+
+    puzzles = [get_puzzle(args.puzzle)] if args.puzzle else list(all_puzzles().values())
+    failed = 0
+    for p in puzzles:
+        with err_console.status(f"{p.id}: checking…") as status:
+            checks = check_puzzle(p, run=not args.static, on_stage=lambda what: status.update(f"{p.id}: {what}…"))
+        console.print(dev_check_view(p.id, checks))
+        failed += sum(c.status == "failed" for c in checks)
+    console.print(f"{failed} check(s) failed." if failed else "Every check passed or was skipped for a reason shown.")
+    return 1 if failed else 0
+
+
 def cmd_hint(args) -> int:
     from tutor import actions
     from tutor.catalog import get_puzzle
@@ -234,6 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_init)
     sub.add_parser("list", help="puzzles and your progress").set_defaults(func=cmd_list)
     sub.add_parser("taxonomy", help="the bottleneck ids you can name").set_defaults(func=cmd_taxonomy)
+    dev = sub.add_parser("dev", help="for puzzle authors").add_subparsers(dest="dev_command", required=True)
+    p = dev.add_parser("check", help="check puzzles from their folders, and grade them where this machine can")
+    p.add_argument("puzzle", nargs="?", help="one puzzle (default: every puzzle)")
+    p.add_argument("--static", action="store_true", help="only what the folder says: run no workload")
+    p.set_defaults(func=cmd_dev_check)
     p = sub.add_parser("warm", help="keep a harness with torch imported, so runs start at once")
     p.add_argument("--stop", action="store_true", help="stop the warm harness")
     p.add_argument("--status", action="store_true", help="say whether one is running, and start none")

@@ -145,3 +145,14 @@ def review_view(review: Review, side_by_side: bool = False) -> Group:
             code = pair
         parts.append(Panel(Group(notes, code), title=f"{s.title} · {s.tier}", title_align="left"))
     return Group(*parts)
+
+
+CHECK_MARK = {"ok": ("✓", "green"), "failed": ("✗", "bold red"), "skipped": ("○", "dim")}
+
+
+def dev_check_view(puzzle_id: str, checks: list) -> Table:
+    table = Table(title=puzzle_id, title_justify="left", show_header=False, box=None, padding=(0, 1))
+    for c in checks:
+        mark, style = CHECK_MARK[c.status]
+        table.add_row(Text(mark, style=style), Text(c.name, style=style if c.status != "ok" else ""), c.detail)
+    return table

@@ -1,0 +1,79 @@
+"""`infprof-tutor dev check`: what a puzzle must be before learners meet it, from its folder and its grades."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+
+import pytest
+
+from conftest import HAS_CUDA
+from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
+from tutor.cli import main
+from tutor.dev_check import run_checks, static_checks
+
+PUZZLE0 = get_puzzle("puzzle0")
+
+
+def statuses(checks) -> dict[str, str]:
+    return {c.name: c.status for c in checks}
+
+
+def test_every_shipped_puzzle_passes_what_its_folder_can_show(capsys):
+    assert main(["dev", "check", "--static"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert all(p in out for p in all_puzzles()) and "✗" not in out
+
+
+@pytest.fixture
+def copy0(tmp_path):
+    """An editable copy of puzzle0's folder."""
+    folder = tmp_path / "puzzle0"
+    shutil.copytree(PUZZLE0.folder, folder)
+    return folder
+
+
+def test_a_puzzle_without_hints_recordings_or_review_notes_is_told_which(copy0):
+    toml = (copy0 / "puzzle.toml").read_text()
+    start = toml.index("hints = [")
+    (copy0 / "puzzle.toml").write_text(toml[:start] + 'hints = ["Profile it."]' + toml[toml.index("]", start) + 1:])
+    shutil.rmtree(copy0 / "recordings")
+    review = (copy0 / "review.toml").read_text()
+    (copy0 / "review.toml").write_text(review[:review.index("[alternatives.compiled]")] + "[alternatives.gone]\nmeasured = 'x'\n")
+    checks = {c.name: c for c in static_checks(load_puzzle(copy0))}
+    assert checks["metadata"].status == "ok"
+    assert checks["hints"].status == "failed" and "1 hints (at least 2)" in checks["hints"].detail
+    assert checks["recordings"].status == "failed" and "cpu_baseline_metrics.json is missing" in checks["recordings"].detail
+    assert checks["review notes"].status == "failed"
+    assert "['compiled']" in checks["review notes"].detail and "['gone']" in checks["review notes"].detail
+
+
+def test_the_reference_diagnosis_is_checked_against_the_recorded_profile(copy0):
+    recording = copy0 / "recordings" / "cpu_baseline_metrics.json"
+    data = json.loads(recording.read_text())
+    del data["values"]["cpu.ops_per_iter"]  # a metric the reference answer cites
+    recording.write_text(json.dumps(data))
+    [check] = [c for c in static_checks(load_puzzle(copy0)) if c.name.startswith("reference diagnosis")]
+    assert check.status == "failed" and "['cpu.ops_per_iter']" in check.detail
+
+
+def test_a_broken_puzzle_toml_stops_at_its_metadata(copy0):
+    (copy0 / "puzzle.toml").write_text("id = 'puzzle0'\n")
+    [check] = static_checks(PUZZLE0.__class__(**{**vars(PUZZLE0), "folder": copy0}))
+    assert check.name == "metadata" and check.status == "failed"
+
+
+def test_the_starter_fails_to_grade_here():
+    """The runtime checks grade for real: the first of them, the starter's grade (baseline against itself)."""
+    [starter] = itertools.islice(run_checks(PUZZLE0), 1)
+    assert starter.name == "starter fails" and starter.status == "ok", starter.detail
+    assert starter.detail.startswith("tier none")
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="on a GPU machine these grade for real")
+def test_gpu_puzzles_are_skipped_here_with_the_reason():
+    checks = list(run_checks(get_puzzle("puzzle1")))
+    assert [c.name for c in checks] == ["starter fails", "reference reaches gold", "compiled_fp8_gemv reaches silver",
+                                        "compiled_kernels_graphed_by_hand reaches silver"]
+    assert {c.status for c in checks} == {"skipped"} and all("GPU" in c.detail or "CUDA" in c.detail for c in checks)

@@ -1,0 +1,159 @@
+"""A puzzle author's checker: `infprof-tutor dev check [PUZZLE]`.
+
+What a puzzle must be before learners meet it, checked from its folder: its metadata and story
+load, its hints and review notes exist, its accepted bottlenecks are in the taxonomy, its reference
+diagnosis passes against the baseline profile recorded in recordings/, and (where this machine
+can run it) the starter fails to grade, the reference reaches the top tier and every honest
+alternative the tier puzzle.toml expects. What this machine cannot run is named as skipped.
+Grades run in a throwaway workspace, never the learner's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from tutor.catalog import NO_TIER, Puzzle, load_puzzle
+from tutor.errors import TutorError
+from tutor.grading.answer import read_answer
+from tutor.grading.diagnosis import check_diagnosis
+from tutor.metrics import ProfileMetrics
+from tutor.taxonomy import bottlenecks
+
+RECORDINGS = "recordings"
+MIN_HINTS = 2
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # "ok", "failed" or "skipped"
+    detail: str = ""
+
+
+def _ok(name: str, detail: str = "") -> Check:
+    return Check(name, "ok", detail)
+
+
+def _failed(name: str, detail: str) -> Check:
+    return Check(name, "failed", detail)
+
+
+def recorded_profiles(puzzle: Puzzle) -> dict[str, ProfileMetrics]:
+    """The baseline profiles shipped in the puzzle's recordings/ folder, by file name."""
+    folder = puzzle.folder / RECORDINGS
+    return {p.name: ProfileMetrics.from_json(p.read_text()) for p in sorted(folder.glob("*_baseline_metrics.json"))}
+
+
+def static_checks(puzzle: Puzzle) -> Iterator[Check]:
+    """What the folder alone says: no workload runs."""
+    try:
+        load_puzzle(puzzle.folder)
+        yield _ok("metadata", "puzzle.toml and its files load")
+    except TutorError as e:
+        yield _failed("metadata", e.message)
+        return
+    words = len(puzzle.story.split())
+    yield _ok("story", f"{words} words") if words >= 50 else _failed("story", f"{words} words: too short to set a scene")
+    short = [i + 1 for i, h in enumerate(puzzle.hints) if len(h.split()) < 8]
+    if len(puzzle.hints) < MIN_HINTS or short:
+        yield _failed("hints", f"{len(puzzle.hints)} hints (at least {MIN_HINTS}); too short: {short or 'none'}")
+    else:
+        yield _ok("hints", f"{len(puzzle.hints)}; their order, from where to look to how to fix, is the author's")
+    unknown = [b for b in (*puzzle.diagnosis.accepted, *puzzle.diagnosis.supporting) if b not in bottlenecks()]
+    yield _failed("bottlenecks", f"not in the taxonomy: {unknown}") if unknown else \
+        _ok("bottlenecks", ", ".join(puzzle.diagnosis.accepted))
+    yield from _reference_diagnosis(puzzle)
+    yield from _notes(puzzle)
+
+
+def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:
+    """The reference answer, with the values of each recorded baseline profile, passes the diagnosis."""
+    profiles = recorded_profiles(puzzle)
+    wanted = {"cuda": "h100_baseline_metrics.json", "cpu": "cpu_baseline_metrics.json"}[puzzle.hardware.device]
+    if wanted not in profiles:
+        yield _failed("recordings", f"{RECORDINGS}/{wanted} is missing: record the baseline's profile on its machine")
+        return
+    yield _ok("recordings", ", ".join(profiles))
+    answer = read_answer(puzzle.solution_dir / "answer.toml")
+    for name, profile in profiles.items():
+        missing = [e.metric for e in answer.evidence if e.metric not in profile.values]
+        if missing:
+            yield _failed(f"reference diagnosis vs {name}", f"cites metrics the recording lacks: {missing}")
+            continue
+        cited = dataclasses.replace(answer, evidence=tuple(
+            dataclasses.replace(e, value=profile.values[e.metric]) for e in answer.evidence))
+        criterion = check_diagnosis(puzzle, cited, profile.values)
+        yield Check(f"reference diagnosis vs {name}", "ok" if criterion.passed else "failed",
+                    criterion.summary if criterion.passed else "; ".join([criterion.summary, *criterion.details]))
+
+
+def _notes(puzzle: Puzzle) -> Iterator[Check]:
+    measurements = puzzle.folder / "MEASUREMENTS.md"
+    if not measurements.is_file():
+        yield _failed("measurements", "MEASUREMENTS.md is missing")
+    else:
+        text = measurements.read_text()
+        unnamed = [name for name in puzzle.alternatives if name not in text]
+        yield _failed("measurements", f"MEASUREMENTS.md never names {unnamed}") if unnamed else \
+            _ok("measurements", "MEASUREMENTS.md names every alternative")
+    try:
+        notes = tomllib.loads((puzzle.folder / "review.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        yield _failed("review notes", f"review.toml: {e}")
+        return
+    entries = {"solution": notes.get("solution", {}), **notes.get("alternatives", {})}
+    lacking = [n for n in ("solution", *puzzle.alternatives) if not (entries.get(n, {}).get("measured")
+                                                                      and entries.get(n, {}).get("profile"))]
+    stale = sorted(set(notes.get("alternatives", {})) - set(puzzle.alternatives))
+    if lacking or stale:
+        yield _failed("review notes", f"no measured/profile for {lacking}; notes for no solution: {stale}")
+    else:
+        yield _ok("review notes", f"{len(entries)} solutions")
+
+
+def run_checks(puzzle: Puzzle, on_stage: Callable[[str], None] = lambda _: None) -> Iterator[Check]:
+    """Grade the starter, the reference and each alternative on this machine, if it can run the puzzle."""
+    from tutor import actions
+    from tutor.machine import readiness
+    from tutor.reference import ready_to_grade
+    from tutor.workspace import init_workspace
+
+    names = ["starter fails", f"reference reaches {puzzle.tiers[-1].name}",
+             *(f"{name} reaches {tier}" for name, tier in puzzle.alternatives.items())]
+    ready = readiness(puzzle)
+    if not ready.ok:
+        for name in names:
+            yield Check(name, "skipped", f"{ready.label}: {ready.why}")
+        return
+    for which, name in zip(["baseline", "reference", *(f"alternatives/{n}" for n in puzzle.alternatives)], names):
+        on_stage(name)
+        expected = "" if which == "baseline" else puzzle.tiers[-1].name if which == "reference" else \
+            puzzle.alternatives[which.removeprefix("alternatives/")]
+        ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-devcheck-")) / "ws")
+        try:
+            ready_to_grade(ws, puzzle, which)
+            verdict = actions.grade(ws, puzzle)
+        except TutorError as e:
+            yield _failed(name, e.message)
+            continue
+        got = verdict.tier if verdict.passed else ""
+        want = "" if expected == NO_TIER else expected
+        passed = (not verdict.passed) if which == "baseline" else got == want and (verdict.passed or want == "")
+        yield Check(name, "ok" if passed else "failed", f"tier {got or 'none'}, {_speedup(verdict)}")
+
+
+def _speedup(verdict) -> str:
+    first = next(iter(verdict.speedups.values()), None)
+    return f"{first['median']:.2f}x (lower {first['low']:.2f}x) a call" if first else "no speed-up"
+
+
+def check_puzzle(puzzle: Puzzle, run: bool = True, on_stage: Callable[[str], None] = lambda _: None) -> list[Check]:
+    checks = list(static_checks(puzzle))
+    if run and all(c.status != "failed" for c in checks[:1]):
+        checks += run_checks(puzzle, on_stage)
+    return checks
