@@ -344,6 +344,28 @@ async def test_review_asks_before_opening_early_then_shows_each_solution_beside_
         assert Progress(workspace.db_path).review_opened("puzzle0") == "early"
 
 
+async def test_study_mode_shows_the_recording_in_results_then_checks_the_diagnosis(workspace):
+    from tutor.reference import install_reference
+    from tutor.study import read_recording
+    puzzle = get_puzzle("puzzle1")
+    async with puzzle_open(workspace, "puzzle1") as (pilot, screen):
+        await pilot.press("s")
+        await pilot.press("r")
+        results = await results_loaded(pilot, lambda record: record.profile("baseline", "torch"))
+        assert results.shown_profile.recorded
+        assert "recorded on the H100 (study mode)" in str(results.query_one(".profile-head").render())
+        results.profiler = "ncu"  # ncu's recording is its raw page as CSV: no report for ncu-ui
+        await pilot.pause()
+        assert str(results.query_one("#trace-command").render()).startswith("column -s, -t < ")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: pilot.app.screen is screen, 10, "the puzzle again")
+        install_reference(workspace, puzzle, read_recording(puzzle, "torch")[0].values,
+                          without={"kernel_evidence", "autotune"})
+        await pilot.press("s")
+        await wait_until(pilot, lambda: Progress(workspace.db_path).status("puzzle1").status == "diagnosed", 10,
+                         "the diagnosis")
+
+
 async def test_cancel_kills_the_workload_process(workspace):
     async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")

@@ -75,8 +75,14 @@ def test_the_cli_says_how_to_open_it_and_shows_every_solution(workspace, monkeyp
 
 
 def test_a_db_from_before_reviews_gains_the_table(tmp_path):
+    """A progress db written by the first schema (attempts, profiles, hints) opens with every later table."""
+    from tutor.progress import MIGRATIONS, sqlite_utils
     path = tmp_path / "progress.db"
-    Progress(path).db.execute("DROP TABLE reviews")
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 1")
-    assert Progress(path).review_opened("puzzle0") == ""
+    old = sqlite_utils.Database(sqlite3.connect(path))
+    MIGRATIONS[0](old)
+    old.execute("PRAGMA user_version = 1")
+    old.conn.commit()
+    old.conn.close()
+    progress = Progress(path)
+    assert progress.review_opened("puzzle0") == "" and not progress.diagnosed("puzzle0")
+    assert progress.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)

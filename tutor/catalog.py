@@ -118,6 +118,11 @@ class Puzzle:
     def workload_path(self, name: str) -> Path:
         return self.folder / self.workloads[name]
 
+    @property
+    def recordings_dir(self) -> Path:
+        """The baseline's profiles recorded on the puzzle's machine (study mode, `dev check`)."""
+        return self.folder / "recordings"
+
     def alternative_path(self, name: str) -> Path:
         return self.folder / "alternatives" / f"{name}.py"
 

@@ -88,6 +88,35 @@ def cmd_profile(args) -> int:
     return 0
 
 
+def cmd_study(args) -> int:
+    """Without the GPU: the baseline as profiled on the H100, and a grade of your diagnosis against it."""
+    from tutor.catalog import get_puzzle
+    from tutor.cli_views import diagnosis_view, metrics_view
+    from tutor.profilers.registry import opener_for
+    from tutor.study import RECORDED_ON, grade_diagnosis, study
+    from tutor.workspace import require_workspace
+
+    ws = require_workspace(args.workspace)
+    p = get_puzzle(args.puzzle)
+    if args.check:
+        verdict = grade_diagnosis(ws, p)
+        console.print(diagnosis_view(verdict))
+        return 0 if verdict.passed else 1
+    outcome = study(ws, p, args.profiler)
+    console.print(f"The baseline of {p.id} as profiled on {RECORDED_ON} (a recording, not your run).",
+                  style="bold", highlight=False)
+    console.print(metrics_view(outcome.metrics))
+    if args.profiler == "torch":
+        opener = opener_for("torch")
+        console.print(f"{opener.noun.capitalize()}: {outcome.trace_path}\nOpen it in {opener.viewer} {opener.shell}: "
+                      f"{opener.command(outcome.trace_path)}\n(or {opener.gui})", highlight=False)
+    else:
+        console.print(f"Nsight Compute's raw page, as CSV: {outcome.trace_path}", highlight=False)
+    console.print(f"Name the bottleneck in answer.toml with numbers from above, then: infprof-tutor study {p.id} --check",
+                  highlight=False)
+    return 0
+
+
 def cmd_grade(args) -> int:
     from tutor import actions
     from tutor.catalog import get_puzzle
@@ -267,10 +296,15 @@ def build_parser() -> argparse.ArgumentParser:
                               ("hint", cmd_hint, "reveal the next hint"),
                               ("review", cmd_review, "good solutions beside yours, once you have a tier"),
                               ("reset", cmd_reset, "restore a puzzle's files (keeps .bak copies)"),
+                              ("study", cmd_study, "no GPU? the baseline as profiled on the H100, and --check "
+                                                   "grades your diagnosis against it"),
                               ("profile", cmd_profile, "profile a workload and show its metrics")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("puzzle")
         p.set_defaults(func=func)
+        if name == "study":
+            p.add_argument("--profiler", default="torch", choices=["torch", "ncu"])
+            p.add_argument("--check", action="store_true", help="grade answer.toml against the recorded profiles")
         if name == "review":
             p.add_argument("--early", action="store_true", help="open it before solving (recorded as seen early)")
         if name == "profile":

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tutor.review import Review
     from tutor.quick_check import QuickCheck  # loads the grading stack: only the commands that check do
 
-STATUS_STYLE = {"new": "dim", "attempted": "yellow", "solved": "green"}
+STATUS_STYLE = {"new": "dim", "attempted": "yellow", "diagnosed": "cyan", "solved": "green"}
 
 
 def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus]) -> Table:
@@ -85,6 +85,14 @@ def verdict_view(v: Verdict, brief: tuple[str, ...] = ()) -> Group:
     if v.next_hint:
         parts.append(Text(v.next_hint, style="cyan"))
     return Group(Panel(Group(*parts), title=headline, title_align="left"))
+
+
+def diagnosis_view(v: Verdict) -> Panel:
+    """A diagnosis graded in study mode: the diagnosis criterion alone, and that it is not a solve."""
+    [c] = v.criteria
+    body = Text(c.summary + "\n", style="bold") + Text("\n".join(f"  {d}" for d in c.details), style="dim")
+    title = "Diagnosed (from the recording)" if c.passed else "Not diagnosed yet"
+    return Panel(body, title=title, title_align="left", border_style="cyan" if c.passed else "red")
 
 
 def quick_check_view(q: QuickCheck) -> Panel:

@@ -24,7 +24,6 @@ from tutor.grading.diagnosis import check_diagnosis
 from tutor.metrics import ProfileMetrics
 from tutor.taxonomy import bottlenecks
 
-RECORDINGS = "recordings"
 MIN_HINTS = 2
 
 
@@ -45,8 +44,8 @@ def _failed(name: str, detail: str) -> Check:
 
 def recorded_profiles(puzzle: Puzzle) -> dict[str, ProfileMetrics]:
     """The baseline profiles shipped in the puzzle's recordings/ folder, by file name."""
-    folder = puzzle.folder / RECORDINGS
-    return {p.name: ProfileMetrics.from_json(p.read_text()) for p in sorted(folder.glob("*_baseline_metrics.json"))}
+    found = sorted(puzzle.recordings_dir.glob("*_baseline_metrics.json"))
+    return {p.name: ProfileMetrics.from_json(p.read_text()) for p in found}
 
 
 def static_checks(puzzle: Puzzle) -> Iterator[Check]:
@@ -76,7 +75,7 @@ def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:
     profiles = recorded_profiles(puzzle)
     wanted = {"cuda": "h100_baseline_metrics.json", "cpu": "cpu_baseline_metrics.json"}[puzzle.hardware.device]
     if wanted not in profiles:
-        yield _failed("recordings", f"{RECORDINGS}/{wanted} is missing: record the baseline's profile on its machine")
+        yield _failed("recordings", f"recordings/{wanted} is missing: record the baseline's profile on its machine")
         return
     yield _ok("recordings", ", ".join(profiles))
     answer = read_answer(puzzle.solution_dir / "answer.toml")

@@ -56,13 +56,20 @@ def _v2(db: sqlite_utils.Database) -> None:
     db["reviews"].create({"puzzle": str, "opened_at": float, "unlocked_by": str}, pk="puzzle")
 
 
-MIGRATIONS = [_v1, _v2]  # append only: index i brings the schema to version i + 1
+def _v3(db: sqlite_utils.Database) -> None:
+    # Study mode: a profile is the learner's own, or the puzzle's recording; diagnoses graded on recordings.
+    db["profiles"].add_column("source", str, not_null_default="own")
+    db["diagnoses"].create({"id": int, "puzzle": str, "created_at": float, "passed": int, "verdict_json": str},
+                           pk="id")
+
+
+MIGRATIONS = [_v1, _v2, _v3]  # append only: index i brings the schema to version i + 1
 
 
 @dataclass(frozen=True)
 class PuzzleStatus:
     puzzle: str
-    status: str  # new / attempted / solved
+    status: str  # new / attempted / diagnosed / solved
     tier: str
     best_speedup: float | None
     attempts: int
@@ -122,12 +129,13 @@ class Progress:
         return table.last_pk
 
     def record_profile(self, puzzle: str, workload: str, code_hash: str, metrics: ProfileMetrics,
-                       trace_path: Path, run_dir: Path) -> int:
+                       trace_path: Path, run_dir: Path, source: str = "own") -> int:
+        """`source`: 'own' (the learner ran it) or 'recorded' (study mode opened the puzzle's recording)."""
         with self.db.conn:
             table = self.db["profiles"].insert({
                 "puzzle": puzzle, "created_at": time.time(), "workload": workload, "code_hash": code_hash,
                 "profiler": metrics.profiler, "metrics_json": metrics.to_json(), "trace_path": str(trace_path),
-                "run_dir": str(run_dir),
+                "run_dir": str(run_dir), "source": source,
             })
         return table.last_pk
 
@@ -136,12 +144,22 @@ class Progress:
                                                    order_by="created_at desc, id desc", limit=1))
         return rows[0] if rows else None
 
-    def latest_profiles(self, puzzle: str, workload: str) -> list[dict]:
-        """The newest profile of `workload` from each profiler (torch, ncu, ...)."""
+    def latest_profiles(self, puzzle: str, workload: str, source: str = "own") -> list[dict]:
+        """The newest profile of `workload` from each profiler (torch, ncu, ...): the learner's own, by default."""
         return list(self.db.query(
-            "select * from profiles p where puzzle = ? and workload = ? and id = ("
+            "select * from profiles p where puzzle = ? and workload = ? and source = ? and id = ("
             " select id from profiles q where q.puzzle = p.puzzle and q.workload = p.workload"
-            " and q.profiler = p.profiler order by created_at desc, id desc limit 1)", [puzzle, workload]))
+            " and q.profiler = p.profiler and q.source = p.source order by created_at desc, id desc limit 1)",
+            [puzzle, workload, source]))
+
+    def record_diagnosis(self, puzzle: str, passed: bool, verdict: dict) -> None:
+        """A diagnosis graded in study mode, against the puzzle's recorded profile."""
+        with self.db.conn:
+            self.db["diagnoses"].insert({"puzzle": puzzle, "created_at": time.time(), "passed": int(passed),
+                                         "verdict_json": json.dumps(verdict)})
+
+    def diagnosed(self, puzzle: str) -> bool:
+        return self.db["diagnoses"].count_where("puzzle = ? and passed = 1", [puzzle]) > 0
 
     def attempts(self, puzzle: str | None = None) -> list[dict]:
         where, args = ("puzzle = ?", [puzzle]) if puzzle else (None, [])
@@ -174,5 +192,6 @@ class Progress:
         passed = [r for r in rows if r["passed"]]
         best = max((r["speedup"] for r in rows if r["speedup"] is not None), default=None)
         tier = max((r["tier"] or "" for r in passed), key=TIER_ORDER.index, default="")
-        state = "solved" if passed else ("attempted" if rows else "new")
+        # Diagnosed: the bottleneck named from the puzzle's recorded profile (study mode), not yet solved.
+        state = "solved" if passed else "diagnosed" if self.diagnosed(puzzle) else "attempted" if rows else "new"
         return PuzzleStatus(puzzle, state, tier, best, len(rows))

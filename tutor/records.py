@@ -63,6 +63,7 @@ class ProfileRecord:
     metrics: ProfileMetrics
     trace_path: Path  # what the profiler wrote: a Chrome trace (torch) or a report (ncu, nsys)
     code_hash: str
+    recorded: bool = False  # the puzzle's recording opened in study mode, not a profile the learner ran
 
     @property
     def profiler(self) -> str:
@@ -106,9 +107,14 @@ def load_record(ws: Workspace, puzzle: Puzzle) -> PuzzleRecord:
         record.attempts.append(Attempt(number, bool(row["passed"]), row["tier"] or "", row["speedup"],
                                        row["speedup_low"], data.get("timings_ms", {}).get("mine"), failure))
     rows = [row for workload in ("baseline", "mine") for row in progress.latest_profiles(puzzle.id, workload)]
+    # Without a baseline profile of their own, a learner who studied sees the recording (study mode).
+    own = {row["profiler"] for row in rows if row["workload"] == "baseline"}
+    rows += [row for row in progress.latest_profiles(puzzle.id, "baseline", source="recorded")
+             if row["profiler"] not in own]
     for row in sorted(rows, key=lambda r: (r["created_at"], r["id"]), reverse=True):
         record.profiles.append(ProfileRecord(row["workload"], ProfileMetrics.from_json(row["metrics_json"]),
-                                             Path(row["trace_path"]), row["code_hash"]))
+                                             Path(row["trace_path"]), row["code_hash"],
+                                             recorded=row["source"] == "recorded"))
     return record
 
 

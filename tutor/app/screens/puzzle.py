@@ -44,6 +44,8 @@ class PuzzleScreen(Screen):
         Binding("c", "cancel", "Cancel", tooltip="stop the run (the workload process is killed)"),
         Binding("w", "toggle_watch", "Watch", tooltip="watch mode: every save re-checks (not a grade)"),
         Binding("h", "hint", "Hint", tooltip="reveal the next hint (recorded)"),
+        Binding("s", "study", "Study", show=False,
+                tooltip="no GPU? the baseline as profiled on the H100; s again checks your diagnosis against it"),
         Binding("v", "review", "Review", show=False,
                 tooltip="good solutions beside yours: once you have a tier, or after every hint"),
         Binding("e", "edit", "Edit", tooltip="open the highlighted file in $EDITOR (enter does too)"),
@@ -281,6 +283,28 @@ class PuzzleScreen(Screen):
             self.notify("All hints are out. The story and your profile are next.", title="No more hints")
         self.load_standing()
         self.call_after_refresh(self.query_one("#brief").scroll_end)
+
+    def action_study(self) -> None:
+        """Open the puzzle's recordings as the baseline's profiles; once done, check the diagnosis against them."""
+        from tutor.errors import TutorError
+        from tutor.study import grade_diagnosis, recorded_profilers, study
+
+        try:
+            opened = self.ws.runs_dir.glob(f"*-{self.puzzle.id}-study-*")
+            if not any(opened):
+                for profiler in recorded_profilers(self.puzzle):
+                    study(self.ws, self.puzzle, profiler)
+                self.notify("The baseline as profiled on the H100 is in Results (r). Write answer.toml, "
+                            "then s checks your diagnosis against it.", title="Study mode")
+                return
+            criterion = grade_diagnosis(self.ws, self.puzzle).criteria[0]
+        except TutorError as e:
+            self.notify(f"{e.message} {e.advice}", title="Study mode", severity="warning")
+            return
+        self.notify("\n".join([criterion.summary, *criterion.details[:3]]), timeout=12,
+                    title="Diagnosed (from the recording)" if criterion.passed else "Not diagnosed yet",
+                    severity="information" if criterion.passed else "warning")
+        self.load_standing()
 
     def action_review(self, early: bool = False) -> None:
         from tutor.app.screens.review import OpenEarly, ReviewScreen

@@ -17,7 +17,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tutor.app.widgets.attempts_plot import AttemptsPlot
 from tutor.app.widgets.kernels import KernelsView, KernelTable
-from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView
+from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView, how_to_open
 from tutor.app.widgets.verdict import VerdictView, verdict_title
 from tutor.catalog import Puzzle
 from tutor.profilers.registry import opener_for, profiler_name
@@ -167,5 +167,5 @@ class ResultsScreen(Screen):
         profile = self.shown_profile
         if profile is not None:
             opener = opener_for(profile.profiler)
-            self.app.copy_to_clipboard(opener.command(profile.trace_path))
+            self.app.copy_to_clipboard(how_to_open(profile)[2])
             self.notify(f"Copied the command that opens the {opener.noun} in {opener.viewer}.", timeout=3)

@@ -18,10 +18,22 @@ from tutor.records import HEADLINE, KEY_FIGURES, ProfileRecord, compare_rows
 MUTED = "$foreground-muted"
 
 
+def how_to_open(record: ProfileRecord) -> tuple[str, str, str]:
+    """Where to open a profile's file: (in a GUI, from a shell, the command)."""
+    opener = opener_for(record.profiler)
+    if record.recorded and record.trace_path.suffix == ".csv":
+        # Study mode ships ncu's raw page as CSV, not its report: nothing for ncu-ui to open.
+        return ("the Kernels tab reads it; any spreadsheet opens the CSV (ncu's raw page of the recorded report)",
+                "as a table", f"column -s, -t < {record.trace_path} | less -S")
+    return opener.gui, opener.shell, opener.command(record.trace_path)
+
+
 def profile_title(record: ProfileRecord, which: str) -> Content:
     """`baseline profile · torch profiler · cuda`: whose profile, by which profiler, of which device."""
     return Content.assemble((f"{which} profile", "bold"),
-                            (f" · {record.profiler} profiler · {record.metrics.device}", MUTED))
+                            (f" · {record.profiler} profiler · {record.metrics.device}", MUTED),
+                            (" · recorded on the H100 (study mode), not your run", "$text-accent") if record.recorded
+                            else "")
 
 
 def how_to_profile(which: str, profiler: str) -> str:
@@ -81,9 +93,10 @@ class TraceView(VerticalScroll):
         missing = "  (deleted since)" if not record.trace_path.exists() else ""
         self.query_one("#trace-path", Static).update(
             Content.assemble(in_workspace(record.trace_path, root), (missing, "$text-error")))
-        self.query_one("#trace-gui", Static).update(f"• {opener.gui}")
-        self.query_one("#trace-shell", Static).update(f"• from a shell, {opener.shell} (y copies the line):")
-        self.query_one("#trace-command", Static).update(opener.command(record.trace_path))
+        gui, shell, command = how_to_open(record)
+        self.query_one("#trace-gui", Static).update(f"• {gui}")
+        self.query_one("#trace-shell", Static).update(f"• from a shell, {shell} (y copies the line):")
+        self.query_one("#trace-command", Static).update(command)
         self.query_one("#trace-remote", Static).update(Content.styled(opener.remote, MUTED))
         self.query_one("#trace-look-for", Static).update("\n".join(f"• {line}" for line in opener.look_for))
 

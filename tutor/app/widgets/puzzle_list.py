@@ -11,7 +11,8 @@ from tutor.formatting import speedup
 from tutor.machine import Readiness
 from tutor.progress import PuzzleStatus
 
-STATUS_MARK = {"new": ("○", "$foreground-muted"), "attempted": ("◐", "$text-warning"), "solved": ("●", "$text-success")}
+STATUS_MARK = {"new": ("○", "$foreground-muted"), "attempted": ("◐", "$text-warning"),
+               "diagnosed": ("◑", "$text-accent"), "solved": ("●", "$text-success")}
 TIER_STYLE = {"gold": "bold $text-warning", "silver": "bold $foreground", "bronze": "$text-accent"}
 # (width, right-aligned) for mark, id, tier, best, machine; the title takes what is left.
 FIXED = [(1, False), (8, False), (6, False), (7, True), (14, False)]

@@ -1,0 +1,75 @@
+"""Study mode without a GPU: the puzzle's H100 recordings opened as a profile, and a diagnosis graded on them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tutor import actions
+from tutor.catalog import all_puzzles, get_puzzle
+from tutor.cli import main
+from tutor.errors import TutorError
+from tutor.progress import Progress
+from tutor.reference import install_reference
+from tutor.study import grade_diagnosis, read_recording, recorded_profilers, study
+
+GPU_PUZZLES = [p for p in all_puzzles().values() if p.hardware.device == "cuda"]
+
+
+@pytest.mark.parametrize("puzzle", GPU_PUZZLES, ids=lambda p: p.id)
+def test_every_gpu_puzzle_ships_its_baseline_as_profiled_on_the_h100(puzzle):
+    assert "torch" in recorded_profilers(puzzle)
+    metrics, trace = read_recording(puzzle, "torch")
+    assert metrics.device == "cuda" and metrics.values["kernels.per_iter"] > 0 and trace.is_file()
+    if "ncu" in puzzle.profilers:
+        assert "ncu" in recorded_profilers(puzzle) and read_recording(puzzle, "ncu")[0].kernels
+
+
+@pytest.mark.parametrize("puzzle", GPU_PUZZLES, ids=lambda p: p.id)
+def test_the_reference_diagnosis_passes_on_the_recording_and_the_puzzle_reads_diagnosed(workspace, puzzle):
+    recorded, _ = read_recording(puzzle, "torch")
+    # The reference's answer, citing the recorded numbers, as a learner who studied would.
+    install_reference(workspace, puzzle, recorded.values, without={"kernel_evidence", "autotune"})
+    verdict = grade_diagnosis(workspace, puzzle)
+    assert verdict.passed, verdict.criteria[0].details
+    assert Progress(workspace.db_path).status(puzzle.id).status == "diagnosed"
+
+
+def test_a_wrong_diagnosis_is_recorded_and_does_not_count(workspace):
+    puzzle = get_puzzle("puzzle1")
+    workspace.editable_path(puzzle, "answer.toml").write_text(
+        'bottleneck = "cpu_overhead"\n\n[[evidence]]\nmetric = "kernels.per_iter"\nvalue = 1\n')
+    verdict = grade_diagnosis(workspace, puzzle)
+    assert not verdict.passed and "not a profile of yours" in verdict.criteria[0].details[-1]
+    progress = Progress(workspace.db_path)
+    assert progress.status("puzzle1").status == "new"
+    assert [r["passed"] for r in progress.db["diagnoses"].rows] == [0]
+
+
+def test_a_recording_opened_is_never_the_learners_own_evidence(workspace):
+    """A full grade's diagnosis reads the learner's own profiles: a studied recording is not one."""
+    puzzle = get_puzzle("puzzle1")
+    outcome = study(workspace, puzzle)
+    assert outcome.trace_path.is_file() and outcome.trace_path.parent == outcome.run_dir
+    progress = Progress(workspace.db_path)
+    assert progress.latest_profiles("puzzle1", "baseline") == []
+    [row] = progress.latest_profiles("puzzle1", "baseline", source="recorded")
+    assert row["profiler"] == "torch"
+    install_reference(workspace, puzzle, outcome.metrics.values)
+    criterion = actions._diagnose(workspace, puzzle, progress)
+    assert not criterion.passed and "profile" in criterion.summary.lower()
+
+
+def test_a_puzzle_that_runs_here_has_nothing_to_study(workspace):
+    with pytest.raises(TutorError, match="no recordings"):
+        study(workspace, get_puzzle("puzzle0"))
+
+
+def test_the_cli_opens_the_recording_then_grades_the_diagnosis(workspace, monkeypatch, capsys):
+    monkeypatch.chdir(workspace.root)
+    assert main(["study", "puzzle3", "--profiler", "ncu"]) == 0
+    out = capsys.readouterr().out
+    assert "as profiled on an H100" in out and "Nsight Compute's raw page" in out and "study puzzle3 --check" in out
+    assert main(["study", "puzzle3", "--check"]) == 1  # the starter answer names nothing yet
+    assert "Not diagnosed yet" in capsys.readouterr().out
+    assert main(["list"]) == 0
+    assert "diagnosed" not in capsys.readouterr().out

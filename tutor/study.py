@@ -1,0 +1,81 @@
+"""Study mode: a GPU puzzle's baseline as it was profiled on the H100, for a learner without that GPU.
+
+The puzzle's recordings/ folder ships the baseline's metrics, its PyTorch-profiler trace and (where the
+puzzle uses Nsight Compute) ncu's CSV. `study` opens one as if the learner had profiled: the same
+metrics, the trace for Perfetto, recorded in the progress db as 'recorded', never as the learner's
+own. `grade_diagnosis` then grades answer.toml alone against the recordings; a pass makes the puzzle
+'diagnosed', not 'solved'. A full grade reads the learner's own profiles only.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tutor.actions import ProfileOutcome, new_run_dir
+from tutor.catalog import Puzzle
+from tutor.errors import TutorError
+from tutor.grading.answer import read_answer
+from tutor.grading.diagnosis import check_diagnosis
+from tutor.grading.verdict import Criterion, Verdict
+from tutor.metrics import ProfileMetrics
+from tutor.progress import Progress
+from tutor.workspace import Workspace
+
+# What each profiler's recording is, in a puzzle's recordings/ folder.
+RECORDED = {"torch": "h100_baseline_metrics.json", "ncu": "h100_baseline_ncu.csv"}
+TRACE = "h100_baseline_trace.json.gz"
+RECORDED_ON = "an H100 (80 GB HBM3), torch 2.11 with CUDA 13.0"
+
+
+def recorded_profilers(puzzle: Puzzle) -> list[str]:
+    """The profilers whose baseline recording this puzzle ships, in the puzzle's order."""
+    folder = puzzle.recordings_dir
+    return [p for p in puzzle.profilers if p in RECORDED and (folder / RECORDED[p]).is_file()]
+
+
+def read_recording(puzzle: Puzzle, profiler: str) -> tuple[ProfileMetrics, Path]:
+    """The recorded metrics and the file a viewer opens (the torch trace, the ncu CSV)."""
+    if profiler not in recorded_profilers(puzzle):
+        shipped = ", ".join(recorded_profilers(puzzle)) or "none"
+        raise TutorError(f"{puzzle.id} ships no {profiler} recording of its baseline (recorded: {shipped}).",
+                         f"Study it with --profiler {recorded_profilers(puzzle)[0]}." if recorded_profilers(puzzle)
+                         else "This puzzle has no recordings: it runs on this machine, profile it yourself.")
+    folder = puzzle.recordings_dir
+    if profiler == "ncu":
+        from tutor.profilers import ncu
+        return ncu.extract(folder / RECORDED["ncu"]), folder / RECORDED["ncu"]
+    return ProfileMetrics.from_json((folder / RECORDED["torch"]).read_text()), folder / TRACE
+
+
+def study(ws: Workspace, puzzle: Puzzle, profiler: str = "torch") -> ProfileOutcome:
+    """Open the baseline's recording as a profile of the learner's: its metrics, a copy of its trace or report."""
+    metrics, source = read_recording(puzzle, profiler)
+    run_dir = new_run_dir(ws, puzzle, f"study-{profiler}")
+    run_dir.mkdir(parents=True)
+    artifact = run_dir / source.name
+    if source.is_file():
+        shutil.copy2(source, artifact)
+    metrics.save(run_dir / "metrics.json")
+    Progress(ws.db_path).record_profile(puzzle.id, "baseline", "recorded", metrics, artifact, run_dir,
+                                        source="recorded")
+    return ProfileOutcome(metrics, run_dir, artifact)
+
+
+def grade_diagnosis(ws: Workspace, puzzle: Puzzle) -> Verdict:
+    """answer.toml against the puzzle's recordings (any recorded profiler's value counts); recorded as a diagnosis."""
+    values: dict[str, list[float]] = {}
+    for profiler in recorded_profilers(puzzle):
+        for name, value in read_recording(puzzle, profiler)[0].values.items():
+            values.setdefault(name, []).append(value)
+    if not values:
+        raise TutorError(f"{puzzle.id} ships no recordings to study.", "Profile it yourself: it runs here.")
+    try:
+        criterion = check_diagnosis(puzzle, read_answer(ws.editable_path(puzzle, "answer.toml")), values)
+    except TutorError as e:
+        criterion = Criterion("diagnosis", False, e.message, [e.advice])
+    criterion.details.append(f"Checked against the baseline recorded on {RECORDED_ON}, not a profile of yours: "
+                             "a pass makes the puzzle diagnosed; solving it needs the GPU.")
+    verdict = Verdict(puzzle.id, [criterion])
+    Progress(ws.db_path).record_diagnosis(puzzle.id, criterion.passed, verdict.to_dict())
+    return verdict
