@@ -366,6 +366,19 @@ async def test_study_mode_shows_the_recording_in_results_then_checks_the_diagnos
                          "the diagnosis")
 
 
+async def test_m_shows_what_this_machine_has_as_doctor_says_it(workspace):
+    async with make_app(workspace).run_test(size=(100, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, BrowserScreen), 10, "the browser")
+        await pilot.press("m")
+        await wait_until(pilot, lambda: pilot.app.screen.query(Markdown), 20, "the report")
+        text = pilot.app.screen.query_one(Markdown).source
+        assert "## This machine" in text and "**puzzle0**: ready" in text
+        assert "`infprof-tutor study puzzle1`" in text  # no GPU here: study mode, and nothing to fix
+        assert "Every puzzle this machine can run is ready." in text
+        await pilot.press("escape")
+        assert isinstance(pilot.app.screen, BrowserScreen)
+
+
 async def test_cancel_kills_the_workload_process(workspace):
     async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")

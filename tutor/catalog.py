@@ -95,6 +95,8 @@ class Puzzle:
     diagnosis: Diagnosis
     hints: tuple[str, ...] = ()
     profilers: tuple[str, ...] = ("torch",)
+    # The profilers a full grade reads (their tools must be here): the first of `profilers` unless it says.
+    grade_profilers: tuple[str, ...] = ("torch",)
     grader: str = ""  # optional module under graders/ with extra checks
     # Honest solutions in other styles (alternatives/<name>.py) -> the tier each must reach at least.
     alternatives: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
@@ -165,6 +167,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             ),
             hints=tuple(meta.get("hints", ())),
             profilers=tuple(meta.get("profilers", ("torch",))),
+            grade_profilers=tuple(meta.get("grade_profilers", meta.get("profilers", ("torch",))[:1])),
             grader=meta.get("grader", ""),
             alternatives=dict(meta.get("alternatives", {})),
             extra=meta.get("extra", {}),
@@ -203,6 +206,9 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
     if unknown or not p.profilers:
         raise TutorError(f"{meta_path}: profilers {unknown or '[]'} are not among the tutor's ({', '.join(PROFILERS)})",
                          "Fix the puzzle metadata.")
+    if not set(p.grade_profilers) <= set(p.profilers):
+        raise TutorError(f"{meta_path}: grade_profilers {list(p.grade_profilers)} must be among its profilers "
+                         f"{list(p.profilers)}", "Fix the puzzle metadata.")
     for name, file in p.workloads.items():
         if not (p.folder / file).is_file():
             raise TutorError(f"{meta_path}: workload '{name}' file {file} does not exist", "Fix the puzzle metadata.")

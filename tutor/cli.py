@@ -226,6 +226,19 @@ def cmd_dev_check(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_doctor(args) -> int:
+    """What this machine has for each puzzle, each problem with its fix; exit 1 if a puzzle it could run is not ready."""
+    from tutor.catalog import all_puzzles
+    from tutor.cli_views import doctor_view
+    from tutor.doctor import diagnose
+    from tutor.workspace import find_workspace
+
+    ws = find_workspace(args.workspace)
+    report = diagnose(list(all_puzzles().values()), disk_at=ws.root if ws else None)
+    console.print(doctor_view(report))
+    return 0 if report.ok else 1
+
+
 def cmd_hint(args) -> int:
     from tutor import actions
     from tutor.catalog import get_puzzle
@@ -280,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_init)
     sub.add_parser("list", help="puzzles and your progress").set_defaults(func=cmd_list)
     sub.add_parser("taxonomy", help="the bottleneck ids you can name").set_defaults(func=cmd_taxonomy)
+    sub.add_parser("doctor", help="what this machine has for each puzzle, and how to fix what is missing"
+                   ).set_defaults(func=cmd_doctor)
     dev = sub.add_parser("dev", help="for puzzle authors").add_subparsers(dest="dev_command", required=True)
     p = dev.add_parser("check", help="check puzzles from their folders, and grade them where this machine can")
     p.add_argument("puzzle", nargs="?", help="one puzzle (default: every puzzle)")

@@ -22,6 +22,7 @@ from tutor.progress import PuzzleStatus
 from tutor.records import compare_rows
 
 if TYPE_CHECKING:
+    from tutor.doctor import Report
     from tutor.review import Review
     from tutor.quick_check import QuickCheck  # loads the grading stack: only the commands that check do
 
@@ -164,3 +165,26 @@ def dev_check_view(puzzle_id: str, checks: list) -> Table:
         mark, style = CHECK_MARK[c.status]
         table.add_row(Text(mark, style=style), Text(c.name, style=style if c.status != "ok" else ""), c.detail)
     return table
+
+
+FINDING_MARK = {"ok": ("✓", "green"), "problem": ("✗", "bold red"), "note": ("•", "yellow")}
+
+
+def doctor_view(report: Report) -> Group:
+    from tutor.doctor import puzzle_state
+
+    def table(title: str, findings) -> Table:
+        t = Table(title=title, title_justify="left", show_header=False, box=None, padding=(0, 1))
+        for f in findings:
+            mark, style = FINDING_MARK[f.state]
+            # Text, not markup: details hold brackets ('.[gpu]') that markup would eat.
+            detail = Text(f.detail)
+            if f.fix:
+                detail.append(f"\n{f.fix}", style="dim" if f.state == "ok" else style.replace("bold ", ""))
+            t.add_row(Text(mark, style=style), Text(f.area, style="bold"), detail)
+        return t
+
+    verdict = (Text("Every puzzle this machine can run is ready.", style="green") if report.ok else
+               Text("Something above stops a puzzle this machine could run: its fix is under it.", style="bold red"))
+    return Group(table("This machine", report.findings), Text(""),
+                 table("Puzzles", [puzzle_state(c) for c in report.puzzles]), Text(""), verdict)

@@ -8,6 +8,8 @@ for itself at run time; this is the early, readable answer.
 
 from __future__ import annotations
 
+import csv
+import importlib.metadata
 import importlib.util
 import re
 import shutil
@@ -23,6 +25,16 @@ NVIDIA_PROC = Path("/proc/driver/nvidia")
 
 
 @dataclass(frozen=True)
+class Gpu:
+    """One GPU as nvidia-smi describes it."""
+
+    name: str
+    compute_capability: float | None
+    memory_gib: float | None
+    driver: str
+
+
+@dataclass(frozen=True)
 class Machine:
     """What this machine offers, as far as can be told without loading CUDA."""
 
@@ -31,6 +43,7 @@ class Machine:
     compute_capabilities: tuple[float, ...] = ()  # empty when nvidia-smi could not say
     torch_installed: bool = True
     torch_cuda: str | None = None  # the CUDA version torch was built for; None for a CPU build
+    gpus: tuple[Gpu, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,30 +75,41 @@ class Readiness:
 def this_machine() -> Machine:
     """Probe once per process (nvidia-smi costs ~0.1 s, and only where a driver exists)."""
     driver = shutil.which("nvidia-smi") is not None or NVIDIA_PROC.is_dir()
-    gpus, caps = 0, ()
+    count, gpus = 0, ()
     if driver:
-        gpus = len(list((NVIDIA_PROC / "gpus").glob("*"))) if (NVIDIA_PROC / "gpus").is_dir() else 0
-        caps = _compute_capabilities()
-        gpus = max(gpus, len(caps))
+        count = len(list((NVIDIA_PROC / "gpus").glob("*"))) if (NVIDIA_PROC / "gpus").is_dir() else 0
+        gpus = _query_gpus()
+        count = max(count, len(gpus))
+    caps = tuple(g.compute_capability for g in gpus if g.compute_capability is not None)
     installed, cuda = _torch_build()
-    return Machine(driver, gpus, caps, installed, cuda)
+    return Machine(driver, count, caps, installed, cuda, gpus)
 
 
-def _compute_capabilities() -> tuple[float, ...]:
+def _query_gpus() -> tuple[Gpu, ...]:
     if shutil.which("nvidia-smi") is None:
         return ()
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,memory.total,driver_version",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return ()
-    caps = []
-    for line in done.stdout.splitlines():
-        try:
-            caps.append(float(line.strip()))
-        except ValueError:
-            pass  # old drivers print "[N/A]" or an error line
-    return tuple(caps)
+    return tuple(gpu for row in csv.reader(done.stdout.splitlines(), skipinitialspace=True)
+                 if (gpu := parse_gpu_row(row)) is not None)
+
+
+def parse_gpu_row(row: list[str]) -> Gpu | None:
+    """One line of nvidia-smi's CSV; None for an error line. Old drivers print "[N/A]" for a field."""
+    if len(row) != 4:
+        return None
+    name, cap, mem, driver = (field.strip() for field in row)
+    return Gpu(name, _number(cap), None if _number(mem) is None else _number(mem) / 1024, driver)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _torch_build() -> tuple[bool, str | None]:
@@ -105,6 +129,44 @@ def _has_module(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
+
+
+@cache
+def requirement(package: str) -> str | None:
+    """The version the tutor asks for (its package metadata, from pyproject.toml), e.g. ">=0.17"."""
+    from packaging.requirements import Requirement
+
+    try:
+        wanted = importlib.metadata.requires("infprof-tutor") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return None
+    for line in wanted:
+        req = Requirement(line)
+        if req.name == package and req.specifier:
+            return str(req.specifier)
+    return None
+
+
+def installed_version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def too_old(package: str) -> str | None:
+    """"torchao 0.16.0 (needs >=0.17)" when the installed version misses the tutor's requirement, else None."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion
+
+    version, wanted = installed_version(package), requirement(package)
+    if version is None or wanted is None:
+        return None
+    try:
+        ok = SpecifierSet(wanted).contains(version, prereleases=True)
+    except InvalidVersion:
+        return None
+    return None if ok else f"{package} {version} (needs {wanted})"
 
 
 def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
@@ -135,9 +197,13 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
     if missing:
         blockers.append(Blocker("missing package", f"Not installed: {', '.join(missing)}. Install the GPU extras: "
                                 "pip install -e '.[gpu]'."))
-    # Only the first profiler is needed to solve a puzzle; the others are further views of it.
+    old = [why for p in hw.packages if p not in missing and (why := too_old(p))]
+    if old:
+        blockers.append(Blocker("old package", f"Too old: {', '.join(old)}. Upgrade the GPU extras: "
+                                "pip install -U -e '.[gpu]'."))
+    # Only the profilers a grade reads are needed; the others are further views.
     # Without torch nothing runs at all, which the first blocker already says.
-    problem = PROFILERS[puzzle.profilers[0]].problem(m) if m.torch_installed else None
-    if problem:
-        blockers.append(Blocker("missing profiler", f"{problem.message} {problem.advice}".strip()))
+    for profiler in puzzle.grade_profilers if m.torch_installed else ():
+        if problem := PROFILERS[profiler].problem(m):
+            blockers.append(Blocker("missing profiler", f"{problem.message} {problem.advice}".strip()))
     return Readiness(tuple(blockers))

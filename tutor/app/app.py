@@ -130,6 +130,11 @@ class InfprofApp(App[int]):
         yield from commands.app_commands(self)
         yield from super().get_system_commands(screen)
 
+    def action_doctor(self) -> None:
+        from tutor.app.screens.help import DoctorScreen
+
+        self.push_screen(DoctorScreen())
+
     def action_taxonomy(self) -> None:
         from tutor.app.screens.help import TaxonomyScreen
 

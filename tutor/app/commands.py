@@ -24,6 +24,8 @@ def app_commands(app: InfprofApp) -> Iterable[SystemCommand]:
                                 partial(app.open_puzzle, p.id, "profile-baseline"))
     yield SystemCommand("Help", "Keys and how the tutor works", app.action_help)
     yield SystemCommand("Bottleneck taxonomy", "The ids you can name in answer.toml", app.action_taxonomy)
+    yield SystemCommand("This machine (doctor)", "What this machine has for each puzzle, and how to fix what is "
+                        "missing", app.action_doctor)
 
 
 def puzzle_commands(screen: PuzzleScreen) -> Iterable[SystemCommand]:

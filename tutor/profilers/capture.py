@@ -36,7 +36,7 @@ def torch_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, regist
 def ncu_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
     from tutor.profilers import ncu
 
-    binary = ncu.find_ncu()
+    binary = ncu.find_usable_ncu()
     request["mode"] = "kernels"
     # Kernels are deterministic in their counters: one iteration is enough, and each launch is replayed ~40x.
     request["profile"]["iterations"] = 1

@@ -11,6 +11,8 @@ as in the timing runs.
 from __future__ import annotations
 
 import glob
+import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,6 +29,11 @@ INSTALL = ("Install Nsight Compute (it ships with the CUDA toolkit, or from "
            "https://developer.nvidia.com/nsight-compute) and put `ncu` on PATH; "
            "reading hardware counters may also need root or "
            "`NVreg_RestrictProfilingToAdminUsers=0` (see NVIDIA's ERR_NVGPUCTRPERM page).")
+
+NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")
+COUNTERS_FIX = ("Run the tutor as root, or let every user read the counters: "
+                "`echo 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' | sudo tee "
+                "/etc/modprobe.d/nvidia-profiling.conf`, then reboot.")
 
 # Raw CSV column -> our short name. Each becomes ncu.<short> (top kernel) and a kernel-table column.
 METRICS = {
@@ -64,6 +71,25 @@ def find_ncu() -> str:
     found = shutil.which("ncu") or next((p for pat in SEARCH for p in sorted(glob.glob(pat))), None)
     if not found:
         raise EnvironmentProblem("Nsight Compute (ncu) is not installed on this machine.", INSTALL)
+    return found
+
+
+def counters_restricted(params: Path = NVIDIA_PARAMS) -> bool:
+    """The driver keeps performance counters for admins and this process is not one (ncu would fail
+    with ERR_NVGPUCTRPERM). False where the driver does not say (no /proc entry)."""
+    try:
+        restricted = re.search(r"^RmProfilingAdminOnly: 1$", params.read_text(), re.MULTILINE)
+    except OSError:
+        return False
+    return bool(restricted) and os.geteuid() != 0
+
+
+def find_usable_ncu() -> str:
+    """ncu, where it can read the GPU's counters."""
+    found = find_ncu()
+    if counters_restricted():
+        raise EnvironmentProblem("Nsight Compute cannot read this GPU's performance counters: the driver keeps "
+                                 "them for admins (ERR_NVGPUCTRPERM).", COUNTERS_FIX)
     return found
 
 

@@ -70,7 +70,7 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
                 "Details → GPU Speed Of Light: how close the kernel comes to the compute or the memory peak",
                 "Occupancy and Launch Statistics: what limits the warps per SM (registers, shared memory, block)",
                 "Warp State Statistics: the stall reasons say what the warps wait on")),
-        capture.ncu_profile, lambda machine: ncu.find_ncu(),
+        capture.ncu_profile, lambda machine: ncu.find_usable_ncu(),
         headline=("ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct",
                   "ncu.achieved_occupancy_pct", "ncu.registers_per_thread"),
         subject="top kernel (most GPU time)"),

@@ -23,6 +23,7 @@ class BrowserScreen(Screen):
         Binding("g", "open('grade')", "Grade", tooltip="open the puzzle and grade your files"),
         Binding("p", "open('profile-baseline')", "Profile", tooltip="open the puzzle and profile its baseline"),
         Binding("r", "results", "Results", tooltip="the puzzle's verdict, metrics and history"),
+        Binding("m", "app.doctor", "Machine", tooltip="what this machine has for each puzzle (infprof-tutor doctor)"),
     ]
 
     def __init__(self) -> None:

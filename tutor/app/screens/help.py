@@ -1,12 +1,14 @@
-"""Help: the keys of the screen it was opened from, and how the tutor works; the bottleneck taxonomy."""
+"""Help: the keys of the screen it was opened from, and how the tutor works; the bottleneck taxonomy;
+what this machine has for the puzzles (tutor.doctor, as `infprof-tutor doctor` says it)."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Vertical
+from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Markdown, Static
+from textual import work
+from textual.widgets import LoadingIndicator, Markdown, Static
 
 from tutor.app.screens.dialog import Dialog
 
@@ -87,3 +89,44 @@ class TaxonomyScreen(Dialog):
         from tutor.taxonomy import bottlenecks
 
         yield Markdown("\n".join(f"- **`{bid}`** — {meaning}" for bid, meaning in bottlenecks().items()))
+
+
+FINDING_MARK = {"ok": "✓", "problem": "✗", "note": "•"}
+
+
+def _finding_item(f) -> str:
+    fix = f"\n\n    {f.fix}" if f.fix else ""
+    return f"- {FINDING_MARK[f.state]} **{f.area}**: {f.detail}{fix}"
+
+
+class DoctorScreen(Dialog):
+    """What this machine has for each puzzle and how to fix what is missing: `infprof-tutor doctor`'s report."""
+
+    DIALOG_TITLE = "This machine"
+    DIALOG_SUBTITLE = "infprof-tutor doctor · escape closes"
+    WIDE = True
+
+    def compose_body(self) -> ComposeResult:
+        yield LoadingIndicator()
+
+    def on_mount(self) -> None:
+        self.diagnose()
+
+    @work(thread=True, exclusive=True, group="doctor")
+    def diagnose(self) -> None:
+        from tutor.doctor import diagnose
+
+        report = diagnose(list(self.app.puzzles.values()), self.app.machine,
+                          self.app.workspace.root if self.app.workspace else None)
+        self.app.call_from_thread(self._show, report)
+
+    def _show(self, report) -> None:
+        from tutor.doctor import puzzle_state
+
+        verdict = ("Every puzzle this machine can run is ready." if report.ok else
+                   "**Something here stops a puzzle this machine could run**: its fix is under it.")
+        text = "\n".join(["## This machine", *map(_finding_item, report.findings), "", "## Puzzles",
+                          *(_finding_item(puzzle_state(c)) for c in report.puzzles), "", verdict])
+        box = self.query_one(".dialog")
+        self.query_one(LoadingIndicator).remove()
+        box.mount(VerticalScroll(Markdown(text)))

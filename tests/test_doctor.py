@@ -1,0 +1,116 @@
+"""`infprof-tutor doctor` and the readiness it shares with the TUI: what a machine lacks, and the fix."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+
+import pytest
+
+from tutor import machine as machine_module
+from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
+from tutor.cli import main
+from tutor.doctor import diagnose, puzzle_state
+from tutor.errors import TutorError
+from tutor.machine import Gpu, Machine, parse_gpu_row, readiness, this_machine
+from tutor.profilers import ncu
+from tutor.profilers.registry import PROFILERS
+
+CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
+H100 = Gpu("NVIDIA H100 80GB HBM3", 9.0, 79.6, "580.95.05")
+H100_CPU_TORCH = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(9.0,), torch_cuda=None, gpus=(H100,))
+H100_READY = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(9.0,), torch_cuda="13.0", gpus=(H100,))
+
+
+def findings(report) -> dict:
+    return {f.area: f for f in report.findings}
+
+
+def test_a_machine_without_a_gpu_is_ready_for_what_it_can_run_and_points_gpu_puzzles_to_study_mode():
+    report = diagnose(list(all_puzzles().values()), CPU_ONLY)
+    states = {c.puzzle.id: puzzle_state(c) for c in report.puzzles}
+    assert report.ok and states["puzzle0"].state == "ok"
+    for pid in ("puzzle1", "puzzle2", "puzzle3"):
+        assert states[pid].state == "note" and f"infprof-tutor study {pid}" in states[pid].fix
+    assert "CPU-only build" in findings(report)["PyTorch"].detail and findings(report)["PyTorch"].state == "ok"
+    assert findings(report)["GPU"].state == "note"
+
+
+def test_a_cpu_build_of_torch_on_a_gpu_machine_is_the_problem_with_its_fix():
+    report = diagnose(list(all_puzzles().values()), H100_CPU_TORCH)
+    torch = findings(report)["PyTorch"]
+    assert not report.ok
+    assert torch.state == "problem" and "CUDA build" in torch.fix and "Using a GPU machine" in torch.fix
+    assert findings(report)["GPU 0"].detail.startswith("NVIDIA H100 80GB HBM3, compute capability 9")
+    p2 = next(c for c in report.puzzles if c.puzzle.id == "puzzle2")
+    assert p2.could_run and puzzle_state(p2).state == "problem" and "CPU-only" in puzzle_state(p2).fix
+
+
+def test_a_gpu_too_old_for_a_puzzle_is_not_counted_against_the_machine():
+    a100 = Gpu("NVIDIA A100-SXM4-80GB", 8.0, 80.0, "550.54")
+    m = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(8.0,), torch_cuda="12.4", gpus=(a100,))
+    report = diagnose([get_puzzle("puzzle1"), get_puzzle("puzzle2")], m)
+    could = {c.puzzle.id: c.could_run for c in report.puzzles}
+    assert could == {"puzzle1": False, "puzzle2": True}  # fp8 needs 8.9
+
+
+def test_an_old_package_blocks_the_puzzle_that_needs_it(monkeypatch):
+    monkeypatch.setattr(machine_module, "_has_module", lambda name: True)
+    monkeypatch.setattr(machine_module, "installed_version", lambda name: "0.16.0" if name == "torchao" else "9.9")
+    ready = readiness(get_puzzle("puzzle1"), H100_READY)
+    old = [b for b in ready.blockers if b.label == "old package"]
+    assert old and "torchao 0.16.0 (needs >=0.17)" in old[0].why  # the requirement is pyproject's [gpu] extra
+
+
+def test_performance_counters_kept_for_admins_stop_ncu_for_a_non_root_user(tmp_path, monkeypatch):
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\nEnableMSI: 1\n")
+    monkeypatch.setattr(ncu.os, "geteuid", lambda: 1000)
+    assert ncu.counters_restricted(params)
+    monkeypatch.setattr(ncu.os, "geteuid", lambda: 0)
+    assert not ncu.counters_restricted(params)  # root reads them
+    params.write_text("RmProfilingAdminOnly: 0\n")
+    monkeypatch.setattr(ncu.os, "geteuid", lambda: 1000)
+    assert not ncu.counters_restricted(params)
+    assert not ncu.counters_restricted(tmp_path / "absent")
+
+    # Where they are restricted, the registry says so: puzzle3's grade reads ncu, so it is not ready.
+    monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
+    monkeypatch.setattr(ncu, "counters_restricted", lambda params=None: True)
+    problem = PROFILERS["ncu"].problem(H100_READY)
+    assert problem and "ERR_NVGPUCTRPERM" in problem.message and "NVreg_RestrictProfilingToAdminUsers=0" in problem.advice
+    monkeypatch.setattr(machine_module, "_has_module", lambda name: True)
+    assert "missing profiler" in [b.label for b in readiness(get_puzzle("puzzle3"), H100_READY).blockers]
+    assert "missing profiler" not in [b.label for b in readiness(get_puzzle("puzzle1"), H100_READY).blockers]
+
+
+def test_nvidia_smi_rows_are_read_field_by_field():
+    out = ("NVIDIA H100 80GB HBM3, 9.0, 81559, 580.95.05\n"
+           "NVIDIA GeForce RTX 4090, 8.9, 24564, 570.86.10\n"
+           "Tesla K80, [N/A], [N/A], 470.82.01\n"
+           "Failed to initialize NVML: Driver/library version mismatch\n")
+    gpus = [g for row in csv.reader(io.StringIO(out), skipinitialspace=True) if (g := parse_gpu_row(row))]
+    assert gpus[0] == Gpu("NVIDIA H100 80GB HBM3", 9.0, 81559 / 1024, "580.95.05")
+    assert gpus[1].compute_capability == 8.9 and round(gpus[1].memory_gib) == 24
+    assert gpus[2] == Gpu("Tesla K80", None, None, "470.82.01")
+    assert len(gpus) == 3
+
+
+def test_grade_profilers_must_be_among_the_puzzles_profilers(tmp_path):
+    folder = tmp_path / "p"
+    shutil.copytree(get_puzzle("puzzle0").folder, folder)
+    meta = folder / "puzzle.toml"
+    meta.write_text(meta.read_text().replace('profilers = ["torch"]', 'profilers = ["torch"]\ngrade_profilers = ["ncu"]', 1))
+    with pytest.raises(TutorError, match="grade_profilers"):
+        load_puzzle(folder)
+    assert get_puzzle("puzzle3").grade_profilers == ("torch", "ncu")
+    assert get_puzzle("puzzle1").grade_profilers == ("torch",)
+
+
+def test_the_doctor_command_explains_this_machine(capsys):
+    code = main(["doctor"])
+    out = " ".join(capsys.readouterr().out.split())  # as one line, wherever the table wrapped
+    assert "This machine" in out and "puzzle0 ready" in out and "Disk" in out
+    if not this_machine().nvidia_driver:  # CI: puzzle0 runs; the GPU puzzles go to study mode, not failures
+        assert code == 0 and "infprof-tutor study puzzle1" in out

@@ -1,0 +1,179 @@
+"""`infprof-tutor doctor`: what this machine has for the puzzles, and each problem with its fix.
+
+Read without importing torch (tutor.machine's probe, nvidia-smi, package metadata, the profilers'
+`--version`), so it answers in a second even where torch is broken. The puzzles' "here" column in
+the TUI and `list` comes from the same readiness code.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tutor.catalog import Puzzle
+from tutor.machine import Machine, Readiness, installed_version, readiness, requirement, this_machine, too_old
+from tutor.profilers.registry import PROFILERS
+
+# Compile caches, traces and ncu reports of a few grades; below this a grade may fail half-way.
+LOW_DISK_GIB = 2.0
+CUDA_TORCH_FIX = ("Install a CUDA build of PyTorch: `make TORCH_SPEC=torch run` in the source tree, or "
+                  "`pip install torch --index-url https://download.pytorch.org/whl/cu128` (README: "
+                  "'Using a GPU machine').")
+
+GPU_EXTRAS_FIX = ("Install the GPU extras: `pip install -e '.[gpu]'` in the source tree, or "
+                  "`pip install 'infprof-tutor[gpu]'` beside an installed tutor.")
+
+
+@dataclass(frozen=True)
+class Finding:
+    area: str
+    state: str  # "ok", "problem" (stops a puzzle this machine could run) or "note"
+    detail: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class PuzzleCheck:
+    puzzle: Puzzle
+    could_run: bool  # this machine has the hardware the puzzle needs
+    ready: Readiness
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: tuple[Finding, ...]
+    puzzles: tuple[PuzzleCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Every puzzle whose hardware is here can run (a GPU puzzle without a GPU does not count)."""
+        return all(c.ready.ok for c in self.puzzles if c.could_run) and \
+            not any(f.state == "problem" for f in self.findings)
+
+
+def could_run(puzzle: Puzzle, machine: Machine) -> bool:
+    hw = puzzle.hardware
+    if hw.device != "cuda":
+        return True
+    best = max(machine.compute_capabilities, default=None)
+    return (machine.nvidia_driver and machine.gpu_count >= max(hw.gpus, 1)
+            and (best is None or best >= hw.min_compute_capability))
+
+
+def diagnose(puzzles: list[Puzzle], machine: Machine | None = None, disk_at: Path | None = None) -> Report:
+    m = machine or this_machine()
+    checks = tuple(PuzzleCheck(p, could_run(p, m), readiness(p, m)) for p in puzzles)
+    runnable = [c.puzzle for c in checks if c.could_run]
+    findings = [_python(), *_torch(m), *_gpus(m), *_profilers(m, puzzles, runnable),
+                *_packages(m, puzzles, runnable), _disk(disk_at or Path.cwd())]
+    return Report(tuple(findings), checks)
+
+
+def _python() -> Finding:
+    # The tutor itself runs, so its Python is new enough (pyproject's requires-python says >=3.11).
+    return Finding("Python", "ok", f"{sys.version.split()[0]} at {sys.executable}")
+
+
+def _torch(m: Machine) -> list[Finding]:
+    if not m.torch_installed:
+        return [Finding("PyTorch", "problem", "not installed in the tutor's environment",
+                        "Reinstall: `make run` in the source tree, or `pip install torch`.")]
+    version = installed_version("torch") or "unknown version"
+    if m.torch_cuda:
+        return [Finding("PyTorch", "ok", f"{version}, a CUDA {m.torch_cuda} build")]
+    if m.nvidia_driver:
+        return [Finding("PyTorch", "problem", f"{version}, a CPU-only build, on a machine with an NVIDIA GPU",
+                        CUDA_TORCH_FIX)]
+    return [Finding("PyTorch", "ok", f"{version}, a CPU-only build: right for a machine without an NVIDIA GPU")]
+
+
+def _gpus(m: Machine) -> list[Finding]:
+    if not m.nvidia_driver:
+        return [Finding("GPU", "note", "no NVIDIA driver (no nvidia-smi, no /proc/driver/nvidia): the CPU "
+                        "puzzles run here, and `infprof-tutor study PUZZLE` opens every GPU puzzle's H100 recordings")]
+    if not m.gpus:
+        return [Finding("GPU", "problem", f"an NVIDIA driver, {m.gpu_count} GPU(s), but nvidia-smi described none",
+                        "Run `nvidia-smi`: its error says what is wrong with the driver.")]
+    out = []
+    for i, g in enumerate(m.gpus):
+        cc = f"compute capability {g.compute_capability:g}" if g.compute_capability else "compute capability unknown"
+        mem = f"{g.memory_gib:.0f} GiB" if g.memory_gib else "memory unknown"
+        out.append(Finding(f"GPU {i}", "ok", f"{g.name}, {cc}, {mem}, driver {g.driver}"))
+    return out
+
+
+def tool_version(tool: str) -> str:
+    try:
+        done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return "version unknown"
+    match = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", done.stdout)
+    return f"version {match.group(1)}" if match else "version unknown"
+
+
+def _profilers(m: Machine, puzzles: list[Puzzle], runnable: list[Puzzle]) -> list[Finding]:
+    out = []
+    for pid, profiler in PROFILERS.items():
+        if pid == "torch":
+            continue  # part of torch, reported above
+        users = [p.id for p in puzzles if pid in p.profilers]
+        if not users:
+            continue
+        # A missing profiler stops a puzzle only where a grade reads its profiles.
+        stops = [p.id for p in runnable if pid in p.grade_profilers]
+        problem = profiler.problem(m)
+        if problem:
+            out.append(Finding(profiler.name, "problem" if stops else "note",
+                               f"{problem.message} Used by {', '.join(users)}.", _fix(problem.advice, stops, m)))
+        else:
+            tool = profiler.find_tool(m)
+            out.append(Finding(profiler.name, "ok", f"{tool_version(tool)} at {tool}"))
+    return out
+
+
+def _fix(fix: str, stops, m: Machine) -> str:
+    """Without a GPU, what only GPU puzzles use is worth a note, not a fix to follow."""
+    return fix if stops or m.nvidia_driver else ""
+
+
+def _packages(m: Machine, puzzles: list[Puzzle], runnable: list[Puzzle]) -> list[Finding]:
+    out = []
+    for package in sorted({pkg for p in puzzles for pkg in p.hardware.packages}):
+        users = [p.id for p in puzzles if package in p.hardware.packages]
+        stops = any(package in p.hardware.packages for p in runnable)
+        version, wanted = installed_version(package), requirement(package)
+        needs = f" (needs {wanted})" if wanted else ""
+        if version is None:
+            out.append(Finding(package, "problem" if stops else "note", f"not installed{needs}; used by {', '.join(users)}",
+                               _fix(GPU_EXTRAS_FIX, stops, m)))
+        elif old := too_old(package):
+            out.append(Finding(package, "problem" if stops else "note", f"{old}; used by {', '.join(users)}",
+                               _fix(f"Upgrade: `pip install -U '{package}{wanted}'`.", stops, m)))
+        else:
+            out.append(Finding(package, "ok", f"{version}{needs}"))
+    return out
+
+
+def _disk(path: Path) -> Finding:
+    where = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
+    free = shutil.disk_usage(where).free / 2**30
+    if free < LOW_DISK_GIB:
+        return Finding("Disk", "problem", f"{free:.1f} GiB free at {where}",
+                       f"Free at least {LOW_DISK_GIB:g} GiB: compile caches, traces and Nsight reports go to the "
+                       "workspace's .infprof/ (delete old runs in .infprof/runs/).")
+    return Finding("Disk", "ok", f"{free:.0f} GiB free at {where}")
+
+
+def puzzle_state(check: PuzzleCheck) -> Finding:
+    """One puzzle's line, in the findings' terms: ready, not for this machine (study it), or what stops it."""
+    p = check.puzzle
+    if check.ready.ok:
+        return Finding(p.id, "ok", "ready")
+    if not check.could_run:
+        return Finding(p.id, "note", f"needs {p.hardware.needs()}: not this machine",
+                       f"`infprof-tutor study {p.id}` opens its baseline as profiled on the H100.")
+    return Finding(p.id, "problem", check.ready.label, check.ready.why)
