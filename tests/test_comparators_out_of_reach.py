@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -263,3 +264,22 @@ def test_the_learners_processes_are_found_alike_from_their_root_or_from_every_pr
     finally:
         os.killpg(tree.pid, signal.SIGKILL)
         tree.wait()
+
+
+def test_freeze_returns_only_once_every_thread_of_the_learner_is_stopped():
+    """SIGSTOP arrives when the kernel next schedules each thread: freeze() waits for that, else learner
+    code runs on into a comparator's call (seen once in 123 ticks, before freeze waited every time)."""
+    busy = subprocess.Popen([sys.executable, "-c", "import threading\ndef spin():\n    while True: pass\n"
+                             "[threading.Thread(target=spin, daemon=True).start() for _ in range(3)]\nspin()"])
+    try:
+        deadline = time.monotonic() + 10
+        while len(list(Path(f"/proc/{busy.pid}/task").iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(20):
+            processes.freeze(busy.pid, set())
+            states = [stat.read_text().rsplit(")", 1)[1].split()[0] for stat in Path(f"/proc/{busy.pid}/task").glob("*/stat")]
+            assert len(states) == 4 and set(states) <= {"T", "t"}, states
+            processes.thaw(busy.pid, set())
+    finally:
+        busy.kill()
+        busy.wait()

@@ -107,7 +107,7 @@ def freeze(candidate: int, trusted: set[int]) -> None:
     for _ in range(10):
         new = learner_side(candidate, trusted) - stopped
         if not new:
-            return
+            break
         for pid in new:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGSTOP)
