@@ -15,19 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tutor.catalog import Puzzle
-from tutor.machine import Machine, Readiness, installed_version, readiness, requirement, this_machine, too_old
+from tutor.machine import (CUDA_TORCH_FIX, GPU_EXTRAS_FIX, Machine, Readiness, installed_version, readiness,
+                           requirement, this_machine, too_old, upgrade_command)
 from tutor.profilers.registry import PROFILERS
 
 # Compile caches, traces and ncu reports of a few grades; below this a grade may fail half-way.
 LOW_DISK_GIB = 2.0
-CUDA_TORCH_FIX = ("Install a CUDA build of PyTorch: `make TORCH_SPEC=torch run` in the source tree, or "
-                  "`pip install torch --index-url https://download.pytorch.org/whl/cu128` (README: "
-                  "'Using a GPU machine').")
-
-GPU_EXTRAS_FIX = ("Install the GPU extras: `pip install -e '.[gpu]'` in the source tree, or "
-                  "`pip install 'infprof-tutor[gpu]'` beside an installed tutor.")
-
-
 @dataclass(frozen=True)
 class Finding:
     area: str
@@ -152,7 +145,7 @@ def _packages(m: Machine, puzzles: list[Puzzle], runnable: list[Puzzle]) -> list
                                _fix(GPU_EXTRAS_FIX, stops, m)))
         elif old := too_old(package):
             out.append(Finding(package, "problem" if stops else "note", f"{old}; used by {', '.join(users)}",
-                               _fix(f"Upgrade: `pip install -U '{package}{wanted}'`.", stops, m)))
+                               _fix(f"Upgrade: {upgrade_command(package)}.", stops, m)))
         else:
             out.append(Finding(package, "ok", f"{version}{needs}"))
     return out

@@ -22,6 +22,12 @@ from tutor.catalog import Puzzle
 from tutor.profilers.registry import PROFILERS
 
 NVIDIA_PROC = Path("/proc/driver/nvidia")
+# The fixes readiness and doctor give; the README section they name says the whole install.
+CUDA_TORCH_FIX = ("Install a CUDA build of PyTorch: `make TORCH_SPEC=torch run` in the source tree, or "
+                  "`pip install torch --index-url https://download.pytorch.org/whl/cu128` (README: "
+                  "'Using a GPU machine').")
+GPU_EXTRAS_FIX = ("Install the GPU extras: `pip install -e '.[gpu]'` in the source tree, or "
+                  "`pip install 'infprof-tutor[gpu]'` beside an installed tutor (README: 'Using a GPU machine').")
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,10 @@ def too_old(package: str) -> str | None:
     return None if ok else f"{package} {version} (needs {wanted})"
 
 
+def upgrade_command(package: str) -> str:
+    return f"`pip install -U '{package}{requirement(package) or ''}'`"
+
+
 def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
     """Everything that stops `puzzle` from running here, most fundamental first."""
     m = machine or this_machine()
@@ -181,7 +191,9 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
         needed = max(hw.gpus, 1)
         if not m.nvidia_driver:
             blockers.append(Blocker("no CUDA", "This puzzle needs an NVIDIA GPU and no driver was found "
-                                    "(no nvidia-smi, no /proc/driver/nvidia): run it on a GPU machine."))
+                                    "(no nvidia-smi, no /proc/driver/nvidia): run it on a GPU machine (README: "
+                                    f"'Using a GPU machine'), or study its H100 recordings: `infprof-tutor study "
+                                    f"{puzzle.id}`."))
         elif m.gpu_count < needed:
             blockers.append(Blocker("too few GPUs", f"This puzzle needs {needed} GPU(s); this machine has "
                                     f"{m.gpu_count}."))
@@ -191,16 +203,14 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
                                     f"{hw.min_compute_capability:g}; the best GPU here has "
                                     f"{max(m.compute_capabilities):g}."))
         if m.torch_installed and m.torch_cuda is None:
-            blockers.append(Blocker("CPU-only torch", "The installed PyTorch is a CPU-only build: install a "
-                                    "CUDA build (`make TORCH_SPEC=torch run`)."))
+            blockers.append(Blocker("CPU-only torch", f"The installed PyTorch is a CPU-only build. {CUDA_TORCH_FIX}"))
     missing = [p for p in hw.packages if not _has_module(p)]
     if missing:
-        blockers.append(Blocker("missing package", f"Not installed: {', '.join(missing)}. Install the GPU extras: "
-                                "pip install -e '.[gpu]'."))
-    old = [why for p in hw.packages if p not in missing and (why := too_old(p))]
+        blockers.append(Blocker("missing package", f"Not installed: {', '.join(missing)}. {GPU_EXTRAS_FIX}"))
+    old = [p for p in hw.packages if p not in missing and too_old(p)]
     if old:
-        blockers.append(Blocker("old package", f"Too old: {', '.join(old)}. Upgrade the GPU extras: "
-                                "pip install -U -e '.[gpu]'."))
+        blockers.append(Blocker("old package", f"Too old: {', '.join(map(too_old, old))}. Upgrade: "
+                                f"{' and '.join(map(upgrade_command, old))}."))
     # Only the profilers a grade reads are needed; the others are further views.
     # Without torch nothing runs at all, which the first blocker already says.
     for profiler in puzzle.grade_profilers if m.torch_installed else ():

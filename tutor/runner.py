@@ -33,8 +33,10 @@ TERM_GRACE_S = 3.0  # between SIGTERM and SIGKILL when a run is stopped
 BUG_ADVICE = "This looks like a bug in infprof-tutor; please report it with the output tail."
 
 ADVICE = {
-    "no_gpu": "Run this puzzle on a machine with an NVIDIA GPU (see README: 'Using a GPU machine'), or pick a CPU puzzle.",
-    "missing_package": "Install the GPU extras: pip install 'infprof-tutor[gpu]' (torchao, gemlite, triton).",
+    "no_gpu": "Run this puzzle on a machine with an NVIDIA GPU (README: 'Using a GPU machine'), or study it "
+              "from its H100 recordings: infprof-tutor study PUZZLE.",
+    "missing_package": "Install the GPU extras (README: 'Using a GPU machine'): pip install -e '.[gpu]' in the "
+                       "source tree, or pip install 'infprof-tutor[gpu]'; `infprof-tutor doctor` lists what is missing.",
     "import_error": "Fix the error in the file named above, save, and run again.",
     "bad_workload": "A workload defines prepare(weights, device) and forward(state, x); see the puzzle's starter file.",
     "workload_error": "Your code raised an exception; the output tail shows where.",
