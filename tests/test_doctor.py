@@ -114,3 +114,14 @@ def test_the_doctor_command_explains_this_machine(capsys):
     assert "This machine" in out and "puzzle0 ready" in out and "Disk" in out
     if not this_machine().nvidia_driver:  # CI: puzzle0 runs; the GPU puzzles go to study mode, not failures
         assert code == 0 and "infprof-tutor study puzzle1" in out
+
+
+def test_a_gpu_shows_the_best_rates_its_grades_measured(tmp_path, monkeypatch):
+    from tutor.harness.peaks import best_known
+
+    monkeypatch.setattr(machine_module, "PEAKS_DIR", tmp_path)
+    before = findings(diagnose([get_puzzle("puzzle1")], H100_READY))["GPU 0"].detail
+    assert "measured by the first grade" in before
+    best_known(tmp_path, H100.name, {"hbm_read_gbps": 3012.0, "bf16_tflops": 731.0})
+    after = findings(diagnose([get_puzzle("puzzle1")], H100_READY))["GPU 0"].detail
+    assert "3.01 TB/s from HBM and 731 TFLOP/s in bf16 over 1 grade(s)" in after

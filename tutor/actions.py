@@ -19,9 +19,11 @@ from tutor.errors import EnvironmentProblem, TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.grading.fair_play import check_fair_play
+from tutor.grading.floor import check_floor
 from tutor.grading.performance import Measured, check_correctness, check_performance
 from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
 from tutor.grading.verdict import Criterion, Verdict
+from tutor.machine import PEAKS_DIR
 from tutor.metrics import ProfileMetrics
 from tutor.profilers.registry import get_profiler
 from tutor.progress import Progress
@@ -75,7 +77,10 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
         # What learner code may not open while it runs (the harness refuses, and the grade fails).
         "protected": {"the reference solution": [str(p.solution_dir) for p in all_puzzles().values()],
                       "the progress database": [str(ws.db_path)],
-                      "the comparators' compile cache": [str(ws.compile_cache("ruler"))]},
+                      "the comparators' compile cache": [str(ws.compile_cache("ruler"))],
+                      "the GPU's measured peaks": [str(PEAKS_DIR)]},
+        # Each GPU's best HBM bandwidth and matmul rate (tutor.harness.peaks), for the physical floor.
+        "peaks_cache": str(PEAKS_DIR),
     }
 
 
@@ -135,8 +140,11 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
 
     correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     diagnosis = _diagnose(ws, puzzle, progress)
-    performance, tier, speedups = check_performance(puzzle, Measured.from_result(result))
-    rules = [*check_fair_play(result.get("violations", ())),
+    measured = Measured.from_result(result)
+    performance, tier, speedups = check_performance(puzzle, measured)
+    floor, floor_lines = check_floor(result.get("floor"), measured.call_ms, measured.gpu_ms)
+    performance.details += floor_lines
+    rules = [*check_fair_play(result.get("violations", ())), *floor,
              *puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"),
                               _learner_profiles(progress, puzzle, hash_before))]
     # Speed only counts when it was earned by the rules: a correct output, the puzzle's own constraints.

@@ -17,7 +17,17 @@ def story_markdown(p: Puzzle) -> str:
     return rest.lstrip() if first.startswith("#") and first.lstrip("# ").strip() == p.title else p.story
 
 
+# tutor.grading.floor, in a learner's words: on a GPU, a timing the hardware cannot reach is refused.
+FLOOR_LINE = """\
+- **Physical floor** — a call faster than this GPU can do the puzzle's least work (`least_work` in
+  its spec.py: bytes from HBM, FLOPs, at the best rates this GPU has shown) is refused, whatever
+  made it look fast; the verdict says how close to that floor you came.
+"""
+
+
 def grading_markdown(p: Puzzle) -> str:
+    floor = FLOOR_LINE if p.hardware.device == "cuda" else ""
+    elsewhere = f"\n**On other GPUs**: {p.hardware.elsewhere}\n" if p.hardware.elsewhere else ""
     tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
     clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))
     return f"""\
@@ -27,7 +37,7 @@ def grading_markdown(p: Puzzle) -> str:
   `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.
 - **Diagnosis** — `answer.toml` names the bottleneck and cites at least {p.diagnosis.min_evidence}
   number(s) from your own latest **baseline** profile (within 10%).
-- **Speed** — a tier counts when the lower end of the 95% interval of your speed-up clears it:
+{floor}- **Speed** — a tier counts when the lower end of the 95% interval of your speed-up clears it:
 
 | tier | speed-up | measured against | on |
 |---|---|---|---|
@@ -36,7 +46,7 @@ def grading_markdown(p: Puzzle) -> str:
 {clocks}
 
 Needs: {p.hardware.needs()} · profilers: {", ".join(p.profilers)}
-"""
+{elsewhere}"""
 
 
 def hints_markdown(p: Puzzle, shown: int) -> str:

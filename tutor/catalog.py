@@ -25,6 +25,7 @@ class Hardware:
     min_compute_capability: float = 0.0
     gpus: int = 0
     packages: tuple[str, ...] = ()
+    elsewhere: str = ""  # what to expect on other GPUs than the one the puzzle was measured on
 
     def needs(self) -> str:
         """What a machine needs to run the puzzle, in one line for both faces."""

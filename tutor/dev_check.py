@@ -68,6 +68,31 @@ def static_checks(puzzle: Puzzle) -> Iterator[Check]:
         _ok("bottlenecks", ", ".join(puzzle.diagnosis.accepted))
     yield from _reference_diagnosis(puzzle)
     yield from _notes(puzzle)
+    if puzzle.hardware.device == "cuda":
+        yield _floor(puzzle)
+
+
+def least_work(puzzle: Puzzle, l2_bytes: int = 50 * 2**20) -> dict:
+    """The spec's least work of one forward() (tutor.grading.floor), for a GPU with this much L2 (an H100's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{puzzle.id}_spec", puzzle.folder / "spec.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # it imports torch: only here, never at the faces' start-up
+    return module.least_work(l2_bytes)
+
+
+def _floor(puzzle: Puzzle) -> Check:
+    """A GPU puzzle states the least work a forward() needs."""
+    try:
+        work = least_work(puzzle)
+    except AttributeError:
+        return _failed("floor", "spec.py has no least_work(l2_bytes): state the bytes and FLOPs a call needs")
+    except Exception as e:  # the author's code: any failure is a finding, not a crash of the checker
+        return _failed("floor", f"spec.least_work failed: {type(e).__name__}: {e}")
+    if not work.get("what") or not (work.get("hbm_bytes", 0) or work.get("flops", 0)):
+        return _failed("floor", f"least_work gave {work}: it needs 'what' and hbm_bytes or flops above 0")
+    return _ok("floor", work["what"])
 
 
 def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tutor.catalog import Puzzle
-from tutor.machine import (CUDA_TORCH_FIX, GPU_EXTRAS_FIX, Machine, Readiness, installed_version, readiness,
-                           requirement, this_machine, too_old, upgrade_command)
+from tutor.machine import (CUDA_TORCH_FIX, GPU_EXTRAS_FIX, Machine, Readiness, installed_version, measured_peaks,
+                           readiness, requirement, this_machine, too_old, upgrade_command)
 from tutor.profilers.registry import PROFILERS
 
 # Compile caches, traces and ncu reports of a few grades; below this a grade may fail half-way.
@@ -95,8 +95,16 @@ def _gpus(m: Machine) -> list[Finding]:
     for i, g in enumerate(m.gpus):
         cc = f"compute capability {g.compute_capability:g}" if g.compute_capability else "compute capability unknown"
         mem = f"{g.memory_gib:.0f} GiB" if g.memory_gib else "memory unknown"
-        out.append(Finding(f"GPU {i}", "ok", f"{g.name}, {cc}, {mem}, driver {g.driver}"))
+        out.append(Finding(f"GPU {i}", "ok", f"{g.name}, {cc}, {mem}, driver {g.driver}; {_peaks_line(g.name)}"))
     return out
+
+
+def _peaks_line(gpu_name: str) -> str:
+    peaks = measured_peaks(gpu_name)
+    if not peaks:
+        return "its peak rates are measured by the first grade (the physical floor)"
+    return (f"measured at best {peaks['hbm_read_gbps'] / 1e3:.3g} TB/s from HBM and {peaks['bf16_tflops']:.0f} "
+            f"TFLOP/s in bf16 over {peaks.get('runs', 1)} grade(s)")
 
 
 def tool_version(tool: str) -> str:

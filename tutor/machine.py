@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import importlib.metadata
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -18,10 +19,18 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import platformdirs
+
 from tutor.catalog import Puzzle
 from tutor.profilers.registry import PROFILERS
+from tutor.protocol import peaks_file
 
 NVIDIA_PROC = Path("/proc/driver/nvidia")
+# Each GPU's best measured HBM bandwidth and matmul rate (tutor.harness.peaks writes it in grades).
+PEAKS_DIR = Path(platformdirs.user_cache_dir("infprof-tutor")) / "peaks"
+# GPUs of each compute capability, to name what would run a puzzle that needs one at least.
+GPUS_BY_CAPABILITY = {7.0: "V100", 7.5: "T4, RTX 2080", 8.0: "A100", 8.6: "RTX 3090, A10, A40", 8.9: "RTX 4090, L4, L40S",
+                      9.0: "H100, H200", 10.0: "B200", 12.0: "RTX 5090"}
 # The fixes readiness and doctor give; the README section they name says the whole install.
 CUDA_TORCH_FIX = ("Install a CUDA build of PyTorch: `make TORCH_SPEC=torch run` in the source tree, or "
                   "`pip install torch --index-url https://download.pytorch.org/whl/cu128` (README: "
@@ -118,6 +127,14 @@ def _number(text: str) -> float | None:
         return None
 
 
+def measured_peaks(gpu_name: str) -> dict | None:
+    """What grades on this GPU measured at best (tutor.harness.peaks), or None before the first."""
+    try:
+        return json.loads(peaks_file(PEAKS_DIR, gpu_name).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def _torch_build() -> tuple[bool, str | None]:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.origin:
@@ -175,6 +192,11 @@ def too_old(package: str) -> str | None:
     return None if ok else f"{package} {version} (needs {wanted})"
 
 
+def gpus_that_run(capability: float) -> str:
+    names = ", ".join(names for cc, names in GPUS_BY_CAPABILITY.items() if cc >= capability)
+    return f"for example {names}"
+
+
 def upgrade_command(package: str) -> str:
     return f"`pip install -U '{package}{requirement(package) or ''}'`"
 
@@ -200,8 +222,9 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
         elif hw.min_compute_capability and m.compute_capabilities and \
                 max(m.compute_capabilities) < hw.min_compute_capability:
             blockers.append(Blocker("GPU too old", f"This puzzle needs compute capability >= "
-                                    f"{hw.min_compute_capability:g}; the best GPU here has "
-                                    f"{max(m.compute_capabilities):g}."))
+                                    f"{hw.min_compute_capability:g} ({gpus_that_run(hw.min_compute_capability)}); "
+                                    f"the best GPU here has {max(m.compute_capabilities):.1f}. Study it instead: "
+                                    f"`infprof-tutor study {puzzle.id}`."))
         if m.torch_installed and m.torch_cuda is None:
             blockers.append(Blocker("CPU-only torch", f"The installed PyTorch is a CPU-only build. {CUDA_TORCH_FIX}"))
     missing = [p for p in hw.packages if not _has_module(p)]

@@ -14,6 +14,8 @@ result the tutor accepts. Event types:
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 PROTOCOL_VERSION = 2
 EVENT_FD_ENV = "INFPROF_EVENT_FD"
@@ -58,3 +60,8 @@ def decode(line: bytes | str) -> dict:
     if not isinstance(event, dict) or event.get("v") != PROTOCOL_VERSION or "type" not in event:
         raise ValueError(f"not a protocol v{PROTOCOL_VERSION} event: {str(line)[:200]}")
     return event
+
+
+def peaks_file(folder: str | Path, gpu_name: str) -> Path:
+    """Where a GPU's best measured rates are kept (tutor.harness.peaks writes, doctor reads)."""
+    return Path(folder) / f"{re.sub(r'[^A-Za-z0-9.-]+', '_', gpu_name)}.json"

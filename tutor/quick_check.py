@@ -15,6 +15,7 @@ from tutor.actions import EventHandler, Register, check_workload_file, new_run_d
 from tutor.catalog import Puzzle
 from tutor.grading.answer import AnswerError, answer_problem
 from tutor.grading.fair_play import check_fair_play
+from tutor.grading.floor import check_floor
 from tutor.grading.performance import check_correctness, speedups_vs
 from tutor.grading.verdict import Criterion
 from tutor.runner import run_harness
@@ -105,7 +106,8 @@ def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = N
     result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
     correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     est = speedups_vs(result["samples_ms"])[vs]
-    fair_play = check_fair_play(result.get("violations", ()))
+    fair_play = [*check_fair_play(result.get("violations", ())),
+                 *check_floor(result.get("floor"), result["samples_ms"], result.get("gpu_samples_ms", {}))[0]]
     tier, unmeasured = reachable_tier(puzzle, vs, est) if correctness.passed and not fair_play else ("", "")
     answer = answer_problem(ws.editable_path(puzzle, "answer.toml")) if "answer.toml" in puzzle.editable else None
     return QuickCheck(puzzle.id, correctness, vs, est, tier, unmeasured, fair_play, answer, run_dir)

@@ -40,3 +40,13 @@ def warmup_inputs(seed: int, device: str) -> list[list[torch.Tensor]]:
     g = torch.Generator().manual_seed(_INPUT_STREAM + seed)
     sizes = (torch.randperm(MAX_BATCH, generator=g) + 1).tolist()
     return [_batches(sizes[i:i + STEPS], g, device) for i in range(0, MAX_BATCH, STEPS)]
+
+
+def least_work(l2_bytes: int) -> dict:
+    """The least one forward() must do on any GPU (tutor.grading.floor): each of its STEPS decode steps
+    reads every weight, at the fewest bits any quantisation within the 0.02 tolerance keeps (8; int8
+    per channel errs ~0.4% a layer), and no more than L2's size can stay from one step to the next."""
+    weights = LAYERS * 2 * HIDDEN * FFN
+    return {"hbm_bytes": STEPS * max(0, weights - l2_bytes),
+            "what": f"{STEPS} decode steps, each reading {weights / 1e6:.0f} MB of weights at 8 bits, less the "
+                    f"{l2_bytes / 1e6:.0f} MB L2 can keep between steps"}

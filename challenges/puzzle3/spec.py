@@ -44,3 +44,13 @@ def facts(states: dict) -> dict:
     table = core.GEMLITE_TRITON_CONFIG_CACHE.get(kind, {})
     return {"matmul_type": kind, "config_key": found["key"], "config": found["config"],
             "source": "table" if found["key"] in table else "autotune"}
+
+
+def least_work(l2_bytes: int) -> dict:
+    """The least one forward() must do on any GPU (tutor.grading.floor): 2 FLOPs per weight per token at
+    the fp8 tensor cores' rate (no faster format keeps 128 tokens within the 0.10 tolerance), and every
+    weight read once at 4 bits, less what L2 can hold from the call before."""
+    weights = LAYERS * HIDDEN * HIDDEN
+    return {"hbm_bytes": max(0, weights // 2 - l2_bytes), "flops": 2 * TOKENS * weights, "flop_dtype": "fp8",
+            "what": f"{2 * TOKENS * weights / 1e9:.1f} GFLOP on {TOKENS} tokens at the fp8 rate, and "
+                    f"{weights // 2 / 1e6:.0f} MB of weights at 4 bits each less what L2 keeps"}

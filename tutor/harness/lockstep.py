@@ -203,6 +203,7 @@ def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, stalled: l
     }
     if mine.get("compile"):
         result["compile"] = mine["compile"]
-    if "facts" in theirs:
-        result["facts"] = theirs["facts"]
+    for key in ("facts", "floor"):  # the ruler's: the spec's facts, the physical floor
+        if theirs.get(key):
+            result[key] = theirs[key]
     return result

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from tutor.harness import wire
+from tutor.harness import peaks, wire
 from tutor.harness.checks import own_copy
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
@@ -196,8 +196,11 @@ class Worker:
                 result["compile"]["graphs_captured"] = self.captures.captures
             if self.device.cuda:  # the memory of the very process that was timed, after serving every input
                 result["memory_facts"] = {**memory_facts(self.captures), "graph_pool_mb_by_warmup": self.pool_by_round}
-        elif callable(getattr(self.spec, "facts", None)):  # what the comparators did, for a puzzle's grader
-            result["facts"] = call_workload("spec.facts", self.spec.facts, self.states)
+        else:
+            if callable(getattr(self.spec, "facts", None)):  # what the comparators did, for a puzzle's grader
+                result["facts"] = call_workload("spec.facts", self.spec.facts, self.states)
+            if self.device.cuda:  # the least time a call can take here (learner code is frozen meanwhile)
+                result["floor"] = peaks.floor_facts(self.spec, self.request.get("peaks_cache"))
         return result
 
     # -- helpers ------------------------------------------------------------------------------

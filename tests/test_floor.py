@@ -1,0 +1,113 @@
+"""The physical floor (tutor.grading.floor): a timing under the least work a GPU can do is refused,
+and no honest solution on record comes near it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tutor.catalog import get_puzzle
+from tutor.dev_check import least_work as spec_least_work
+from tutor.grading.floor import SLACK, check_floor, floor_ms
+from tutor.harness.lockstep import merge
+from conftest import recording
+
+FIXTURES = Path(__file__).parent / "fixtures"
+H100_L2 = 50 * 2**20
+# The strictest floor an H100 could ever have: its datasheet's rates (SXM: 3.35 TB/s, 989 dense bf16
+# TFLOP/s), above anything a probe measures.
+H100_DATASHEET = {"hbm_read_gbps": 3350.0, "bf16_tflops": 989.0, "gpu": "NVIDIA H100 80GB HBM3", "runs": 1}
+GPU_PUZZLES = ("puzzle1", "puzzle2", "puzzle3")
+
+
+def least_work(puzzle_id: str, l2_bytes: int = H100_L2) -> dict:
+    return spec_least_work(get_puzzle(puzzle_id), l2_bytes)
+
+
+def h100_floor(puzzle_id: str) -> dict:
+    return {**least_work(puzzle_id), **H100_DATASHEET}
+
+
+@pytest.mark.parametrize("puzzle_id", GPU_PUZZLES)
+def test_every_gpu_puzzle_states_its_floor_and_a_timing_under_it_is_refused(puzzle_id):
+    floor = h100_floor(puzzle_id)
+    assert floor["what"] and floor_ms(floor) > 0
+    under = floor_ms(floor) / SLACK * 0.9
+    for clock in ("call", "gpu"):
+        samples = {"mine": [under] * 5, "baseline": [1.0] * 5}
+        refused, lines = check_floor(floor, samples if clock == "call" else {"mine": [1.0] * 5},
+                                     samples if clock == "gpu" else {"mine": [1.0] * 5})
+        assert [c.name for c in refused] == ["physical floor"] and not refused[0].passed and not lines
+        assert f"your {'GPU time a call' if clock == 'gpu' else 'a call back to back'}: " in refused[0].details[0]
+
+
+@pytest.mark.parametrize("puzzle_id", GPU_PUZZLES)
+def test_the_fastest_honest_h100_solution_on_record_clears_the_strictest_floor(puzzle_id):
+    """From recorded H100 data: the baseline's GPU time per forward() (its recording) over the best GPU
+    speed-up any honest solution reached in 107 grades (tests/fixtures/h100_grades_2026-11-25.json)."""
+    grades = json.loads((FIXTURES / "h100_grades_2026-11-25.json").read_text())
+    best = max(g["speedups"]["gpu"]["baseline"]["median"] for g in grades
+               if g["puzzle"] == puzzle_id and "baseline" in g["speedups"].get("gpu", {}))
+    baseline_us = json.loads(recording(puzzle_id, "metrics.json").read_text())["values"]["gpu.time_per_iter_us"]
+    fastest_ms = baseline_us / 1e3 / best
+    floor = h100_floor(puzzle_id)
+    refused, lines = check_floor(floor, {"mine": [fastest_ms]}, {"mine": [fastest_ms]})
+    assert not refused
+    assert lines and "% of the floor's speed" in lines[0]
+    print(puzzle_id, f"fastest honest {fastest_ms * 1e3:.1f} us, floor {floor_ms(floor) * 1e3:.2f} us")
+
+
+def test_a_floor_grows_with_less_l2_and_never_counts_bytes_l2_can_hold():
+    big, small = least_work("puzzle2", 50 * 2**20), least_work("puzzle2", 4 * 2**20)  # an H100, a small card
+    assert small["hbm_bytes"] > big["hbm_bytes"] > 0
+    assert least_work("puzzle3", 2**40)["hbm_bytes"] == 0  # all of it fits: only the FLOPs bound it
+
+
+def test_a_fast_honest_timing_says_how_close_it_came():
+    floor = h100_floor("puzzle1")
+    refused, lines = check_floor(floor, {"mine": [0.2]}, {"mine": [floor_ms(floor) * 4]})
+    assert not refused and "you run at 25% of the floor's speed" in lines[0]
+    assert check_floor(None, {"mine": [1e-9]}, {}) == ([], [])  # a CPU puzzle has none
+
+
+def test_the_rulers_floor_reaches_the_graders():
+    side = {"samples_ms": {}, "gpu_samples_ms": {}, "host_timed": [], "clocks": {}, "timing_note": "",
+            "resident_bytes": {}, "growth_bytes": 0}
+    floor = h100_floor("puzzle1")
+    assert merge([], [], {**side, "floor": floor}, side, [])["floor"] == floor
+    assert "floor" not in merge([], [], side, {**side, "floor": {"hbm_bytes": 0}}, [])  # never the learner's
+
+
+def test_each_gpu_keeps_the_best_rates_it_has_shown(tmp_path):
+    from tutor.harness.peaks import best_known
+
+    first = best_known(tmp_path, "NVIDIA H100 80GB HBM3", {"hbm_read_gbps": 3000.0, "bf16_tflops": 700.0})
+    busy = best_known(tmp_path, "NVIDIA H100 80GB HBM3", {"hbm_read_gbps": 1500.0, "bf16_tflops": 720.0})
+    assert first["runs"] == 1 and busy == {"hbm_read_gbps": 3000.0, "bf16_tflops": 720.0, "runs": 2}
+    other = best_known(tmp_path, "NVIDIA GeForce RTX 4090", {"hbm_read_gbps": 900.0, "bf16_tflops": 150.0})
+    assert other["runs"] == 1 and len(list(tmp_path.iterdir())) == 2
+
+
+@pytest.mark.gpu
+def test_the_probe_measures_this_gpu():
+    from tutor.harness import peaks
+
+    measured = peaks.measure()
+    print(measured)
+    assert 100 < measured["hbm_read_gbps"] < 10_000 and 10 < measured["bf16_tflops"] < 3_000
+
+
+def test_dev_check_fails_a_gpu_puzzle_without_a_floor(tmp_path):
+    import shutil
+
+    from tutor.catalog import load_puzzle
+    from tutor.dev_check import static_checks
+
+    folder = tmp_path / "p"
+    shutil.copytree(get_puzzle("puzzle1").folder, folder)
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace("def least_work(", "def _unused("))
+    floor = [c for c in static_checks(load_puzzle(folder)) if c.name == "floor"]
+    assert floor and floor[0].status == "failed" and "no least_work" in floor[0].detail

@@ -1,0 +1,57 @@
+"""The physical floor: no call can take less time than its least work needs on this GPU.
+
+The puzzle's spec states the least work one forward() needs (bytes that must come from HBM, FLOPs
+that must run); the ruler measured this GPU's best HBM read bandwidth and matmul rate
+(tutor.harness.peaks). A timing under that floor is not a fast solution: a result was cached or
+skipped, or a timer missed work. Whatever the cause, it is refused, with the figures.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from tutor.grading.verdict import Criterion
+
+# The probe reads HBM at 85-92% of a datasheet's figure (torch's sum; a hand-tuned kernel may do a
+# little better) and its matmul reaches about as much of the tensor cores' peak: the floor allows
+# this much more than was measured, above any datasheet, so only the impossible is refused.
+SLACK = 1.25
+# fp8 tensor cores run twice as many FLOPs as bf16 ones on every GPU with fp8 (Ada, Hopper, Blackwell).
+RATE_OVER_BF16 = {"bf16": 1.0, "fp16": 1.0, "fp8": 2.0}
+CLOCK_WORDS = {"call": "a call back to back", "gpu": "GPU time a call"}
+
+
+def floor_ms(floor: dict) -> float:
+    """The least time one forward() can take on the GPU that measured `floor`."""
+    moving = floor.get("hbm_bytes", 0) / (floor["hbm_read_gbps"] * 1e9)
+    computing = floor.get("flops", 0) / (floor["bf16_tflops"] * 1e12 * RATE_OVER_BF16[floor.get("flop_dtype", "bf16")])
+    return max(moving, computing) * 1e3
+
+
+def describe(floor: dict) -> str:
+    return (f"{floor_ms(floor):.4g} ms for {floor['what']}, at the best this {floor['gpu']} has shown "
+            f"({floor['hbm_read_gbps'] / 1e3:.3g} TB/s read from HBM, {floor['bf16_tflops']:.0f} TFLOP/s in bf16)")
+
+
+def check_floor(floor: dict | None, call_ms: dict[str, list[float]], gpu_ms: dict[str, list[float]],
+                candidate: str = "mine") -> tuple[list[Criterion], list[str]]:
+    """A failed criterion when the candidate's median on either clock is under the floor; else the
+    line that says how close it came (for the performance criterion)."""
+    if not floor:
+        return [], []
+    least = floor_ms(floor)
+    medians = {clock: statistics.median(samples[candidate])
+               for clock, samples in (("call", call_ms), ("gpu", gpu_ms)) if samples.get(candidate)}
+    under = {clock: ms for clock, ms in medians.items() if ms < least / SLACK}
+    if under:
+        details = [f"your {CLOCK_WORDS[clock]}: {ms:.4g} ms, under the floor by {least / ms:.2g}x"
+                   for clock, ms in under.items()]
+        details += [f"floor: {describe(floor)}",
+                    "forward() must do all of its work inside the call, on the GPU the harness times: "
+                    "no result kept from an earlier call, no work skipped, nothing left running past the call."]
+        return [Criterion("physical floor", False, "Faster than this GPU can do the work: the timing cannot be "
+                          "real.", details)], []
+    if "gpu" not in medians:
+        return [], []
+    return [], [f"physical floor: {describe(floor)}; you run at {100 * least / medians['gpu']:.0f}% of the "
+                "floor's speed on GPU time"]
