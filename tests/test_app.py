@@ -586,6 +586,30 @@ async def test_trace_tab_gives_each_profilers_file_and_the_line_that_opens_it(wo
         assert results.profiler == "nsys"  # round the three and back
 
 
+async def test_a_memory_profile_shows_its_timeline_and_allocation_sites(workspace, tmp_path):
+    from test_memory_profiler import dequantising_run, segments, write
+    from tutor.app.widgets.kernels import MemoryTimeline
+    from tutor.profilers.memory_snapshot import extract
+
+    needs_puzzle(workspace, "puzzle1")
+    snapshot = write(tmp_path, dequantising_run(), segments())
+    run_dir = workspace.runs_dir / "20250101-120000-puzzle1-profile-baseline-memory"
+    run_dir.mkdir(parents=True)
+    Progress(workspace.db_path).record_profile("puzzle1", "baseline", "c0de", extract(snapshot, 4), snapshot, run_dir)
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 40)) as pilot:
+        app.push_screen(ResultsScreen(app.puzzles["puzzle1"], "kernels"))
+        results = await results_loaded(pilot, lambda record: record.profiles)
+        assert results.profiler == "memory"
+        assert results.query_one(MemoryTimeline).display
+        table = results.query_one(KernelTable)
+        assert [str(c.label).rstrip(" ▼") for c in table.columns.values()] == [
+            "share", "count", "MiB", "largest MiB", "phase", "allocated at"]
+        assert table.sort_column == "total_mb" and table.get_row_at(0)[-1] == "workload.py:12 forward"
+        await pilot.press("6")
+        assert "_memory_viz trace_plot" in str(results.query_one("#trace-command").render())
+
+
 async def test_an_nsight_compute_profile_shows_its_kernel_counters(workspace, tmp_path):
     needs_puzzle(workspace, "puzzle1")
     record_real_profiles(workspace, "puzzle1", tmp_path)

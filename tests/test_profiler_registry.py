@@ -67,3 +67,12 @@ def test_no_module_keeps_its_own_list_of_profilers(path):
     ids = sorted(strings & (set(PROFILERS) - {"torch"}))  # "torch" names a module too
     viewers = [v for v in ("ncu-ui", "nsys-ui", "ui.perfetto.dev", "open_trace_in_ui") if any(v in t for t in strings)]
     assert len(ids) < 2 and not viewers, f"{path.name} lists {ids} {viewers}: read tutor.profilers.registry"
+
+
+def test_every_headline_metric_has_a_label_and_a_meaning():
+    from tutor.metrics import describe
+    from tutor.records import KEY_FIGURES
+
+    labels = dict(KEY_FIGURES)
+    for p in PROFILERS.values():
+        assert all(name in labels and describe(name) for name in p.headline), p.id

@@ -53,7 +53,7 @@ def puzzle_page(p: Puzzle, editable_paths: list[str]) -> Group:
 
 def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
     values = Table(title="Metrics (cite these names in answer.toml)", title_justify="left")
-    values.add_column("metric")
+    values.add_column("metric", no_wrap=True)  # whole: it is what a learner copies into answer.toml
     values.add_column("value", justify="right")
     values.add_column("in answer.toml", justify="right", style="dim")
     values.add_column("meaning", style="dim")
@@ -62,12 +62,14 @@ def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
         values.add_row(name, metric_value(name, value), f"{value:.6g}", describe(name))
     parts = [values]
     if m.kernels:
-        kernels = Table(title=f"Top kernels ({m.device})", title_justify="left")
+        what = "allocation sites" if "site" in m.kernels[0] else "kernels"
+        kernels = Table(title=f"Top {what} ({m.device})", title_justify="left")
         keys = kernel_columns(m.kernels)  # the TUI's columns: what this profiler's rows have
         for key in keys:
             column = KERNEL_COLUMNS[key]
             kernels.add_column(column.title, justify="right" if column.numeric else "left",
-                               max_width=60 if key == "name" else None, overflow="ellipsis", no_wrap=key == "name")
+                               max_width=60 if key in ("name", "site") else None, overflow="ellipsis",
+                               no_wrap=key in ("name", "site"))
         for k in m.kernels[:top]:
             kernels.add_row(*(kernel_cell(k.get(key), KERNEL_COLUMNS[key]) for key in keys))
         parts.append(kernels)

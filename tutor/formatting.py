@@ -19,7 +19,7 @@ def duration_us(us: float) -> str:
 
 
 def metric_value(name: str, value: float | None) -> str:
-    """A metric in its unit, read from the name (`_us`, `_mb`, `_pct`, `share`, `fraction`, `bytes`)."""
+    """A metric in its unit, read from the name (`_us`, `_mb`, `_mb_per_`, `_pct`, `share`, `fraction`, `bytes`)."""
     if value is None or math.isnan(value):  # Nsight Compute leaves a counter it could not read empty
         return "—"
     if name.endswith(("share", "fraction")):
@@ -28,7 +28,7 @@ def metric_value(name: str, value: float | None) -> str:
         return f"{value:.3g}%"
     if _MICROSECONDS.search(name):
         return duration_us(value)
-    if name.endswith("_mb"):
+    if name.endswith("_mb") or "_mb_per_" in name:
         return f"{value / 1024:.2f} GiB" if value >= 1024 else f"{value:.1f} MiB"
     if "bytes" in name:
         for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -85,13 +85,17 @@ KERNEL_COLUMNS = {
     "sm_throughput_pct": KernelColumn("SM %", fmt="{:.0f}"), "memory_throughput_pct": KernelColumn("mem %", fmt="{:.0f}"),
     "achieved_occupancy_pct": KernelColumn("occup %", fmt="{:.0f}"),
     "registers_per_thread": KernelColumn("regs", fmt="{:.0f}"), "category": KernelColumn("category", numeric=False),
-    "name": KernelColumn("kernel", numeric=False),
+    # The memory profiler's rows are allocation sites (tutor.profilers.memory_snapshot), not kernels.
+    "total_mb": KernelColumn("MiB"), "largest_mb": KernelColumn("largest MiB"),
+    "phase": KernelColumn("phase", numeric=False),
+    "name": KernelColumn("kernel", numeric=False), "site": KernelColumn("allocated at", numeric=False),
 }
 
 
 def kernel_columns(kernels: list[dict]) -> list[str]:
-    """The columns these kernel rows have (the name always), in KERNEL_COLUMNS' order."""
-    return [key for key in KERNEL_COLUMNS if key == "name" or any(key in k for k in kernels)]
+    """The columns these rows have (a kernel's name, or an allocation's site), in KERNEL_COLUMNS' order."""
+    label = "site" if any("site" in k for k in kernels) else "name"
+    return [key for key in KERNEL_COLUMNS if key == label or (key not in ("name", "site") and any(key in k for k in kernels))]
 
 
 def kernel_cell(value, column: KernelColumn) -> str:

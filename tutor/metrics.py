@@ -42,6 +42,21 @@ METRIC_DOCS: dict[str, str] = {
     "compile.graph_breaks": "graph breaks torch.compile met: Python it ran eagerly between compiled graphs",
     "compile.recompiles": "times torch.compile compiled a function again because a guard failed (a new shape, dtype...)",
     "compile.cudagraph_skips": "times torch.compile(mode='reduce-overhead') ran a graph without a CUDA graph",
+    # The memory profiler (the CUDA allocator's history; tutor.profilers.memory_snapshot). Phases: prepare
+    # (the weights made and prepare()), warmup (warm-up calls), iterations (the profiled calls).
+    "allocator.<phase>.peak_allocated_mb": "most memory held by tensors at once during <phase>",
+    "allocator.<phase>.peak_reserved_mb": "most memory the caching allocator held from CUDA during <phase>",
+    "allocator.<phase>.largest_alloc_mb": "the largest single allocation during <phase>",
+    "allocator.<phase>.allocs": "allocations made during <phase>",
+    "allocator.allocated_mb_per_iter": "memory allocated per profiled forward() (a bf16 copy of a weight shows here)",
+    "allocator.freed_mb_per_iter": "memory freed per profiled forward()",
+    "allocator.allocs_per_iter": "allocations per profiled forward() (a CUDA graph replay makes none)",
+    "allocator.peak_allocated_mb": "most memory held by tensors at once, over the whole recording",
+    "allocator.fragmentation_mb": "memory reserved but not held by a tensor, at the peak: the allocator's slack",
+    "allocator.graph_pools": "CUDA graphs' private memory pools at the end",
+    "allocator.graph_pool_mb": "memory in CUDA graphs' private pools at the end",
+    "allocator.reserved_mb": "memory the caching allocator held at the end",
+    "allocator.events": "allocator events recorded (allocations, frees, segments)",
     # Nsight Compute: the kernel with the most GPU time in the profiled range.
     "ncu.kernels_profiled": "kernel launches Nsight Compute profiled",
     "ncu.total_us": "summed duration of the profiled kernels",
@@ -75,21 +90,24 @@ class ProfileMetrics:
     """What one profiling run showed, in the form graders and views read."""
 
     values: dict[str, float]
-    kernels: list[dict] = field(default_factory=list)
+    kernels: list[dict] = field(default_factory=list)  # or, from the memory profiler, allocation sites
     profiler: str = "torch"
     device: str = "cpu"
+    # Lines to plot, by name (the memory profiler's allocated and reserved MB over its events).
+    series: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"profiler": self.profiler, "device": self.device, "values": self.values, "kernels": self.kernels},
-            indent=1,
-        )
+        data = {"profiler": self.profiler, "device": self.device, "values": self.values, "kernels": self.kernels}
+        if self.series:
+            data["series"] = self.series
+        return json.dumps(data, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> "ProfileMetrics":
         data = json.loads(text)
         return cls(values=data["values"], kernels=data.get("kernels", []),
-                   profiler=data.get("profiler", "torch"), device=data.get("device", "cpu"))
+                   profiler=data.get("profiler", "torch"), device=data.get("device", "cpu"),
+                   series=data.get("series", {}))
 
     def save(self, path: Path) -> None:
         path.write_text(self.to_json())
@@ -106,6 +124,8 @@ def describe(name: str) -> str:
     parts = name.split(".")
     if len(parts) == 3 and parts[:2] == ["ncu", "stall"]:
         return METRIC_DOCS["ncu.stall.<reason>"].replace("<reason>", parts[2])
+    if len(parts) == 3 and parts[0] == "allocator":
+        return METRIC_DOCS.get(f"allocator.<phase>.{parts[2]}", "").replace("<phase>", parts[1])
     if len(parts) == 4 and parts[:2] == ["kernels", "category"]:
         return METRIC_DOCS.get(f"kernels.category.<cat>.{parts[3]}", "").replace("<cat>", parts[2])
     return ""

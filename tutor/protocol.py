@@ -44,6 +44,12 @@ ERROR_KINDS = {
     "crashed": "a workload process died",
 }
 
+# The memory profiler's phases: the harness runs each through a function of this name, so every
+# allocation's Python stack in the allocator's history says its phase (tutor.harness.memory_history
+# records, tutor.profilers.memory_snapshot reads).
+MEMORY_PHASES = {"infprof_phase_prepare": "prepare", "infprof_phase_warmup": "warmup",
+                 "infprof_phase_iterations": "iterations"}
+
 
 def death_words(signal_name: str) -> str:
     """How a workload process that a signal ended died, in the learner's words."""

@@ -37,6 +37,12 @@ KEY_FIGURES: tuple[tuple[str, str], ...] = (
     ("ncu.memory_throughput_pct", "memory throughput"),
     ("ncu.achieved_occupancy_pct", "occupancy"),
     ("ncu.registers_per_thread", "registers"),
+    # The memory profiler's (the allocator's history).
+    ("allocator.allocated_mb_per_iter", "allocated a call"),
+    ("allocator.allocs_per_iter", "allocations a call"),
+    ("allocator.warmup.peak_allocated_mb", "peak in warm-up"),
+    ("allocator.iterations.peak_allocated_mb", "peak in the calls"),
+    ("allocator.graph_pool_mb", "graph pools"),
 )
 # The few of them a timeline's headline shows, by where the profile ran (a profiler may name its own:
 # tutor.profilers.registry).

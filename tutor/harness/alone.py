@@ -1,5 +1,6 @@
 """One workload in the harness's own process: the profile, kernels (Nsight Compute), timeline (Nsight
-Systems) and memory modes. Timed grades run elsewhere (tutor.harness.lockstep).
+Systems), allocations (the allocator's history) and memory modes. Timed grades run elsewhere
+(tutor.harness.lockstep).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 from tutor.harness.events import EventSink
 from tutor.harness.guard import Guard
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
+from tutor.harness.memory_history import in_phase
 
 
 def run_alone(request: dict, sink: EventSink) -> dict:
@@ -27,11 +29,16 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     Guard(request.get("protected", {}))
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
     module = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
+    recording = request["mode"] == "allocations" and device.cuda
+    if recording:  # from before the weights exist: every byte the workload makes is in the history
+        from tutor.harness import memory_history
+        memory_history.start()
     sink.stage("preparing", name)
-    weights = call_workload("spec.make_weights", spec.make_weights, request["seed"], device.name)
-    state = call_workload(f"{name}.prepare()", module.prepare, weights, device.name)
+    weights = in_phase("prepare", call_workload, "spec.make_weights", spec.make_weights, request["seed"], device.name)
+    state = in_phase("prepare", call_workload, f"{name}.prepare()", module.prepare, weights, device.name)
     del weights
-    device.poison_free_memory()
+    if not recording:  # its GPU-sized fill would be the history's largest allocation by far
+        device.poison_free_memory()
 
     def forward(name, x):
         return call_workload(f"{name}.forward()", module.forward, state, x)
@@ -45,6 +52,10 @@ def run_alone(request: dict, sink: EventSink) -> dict:
         result["memory"].update({k: v for k, v in compiled.report().items() if k != "reasons"})
     elif request["mode"] == "memory":
         result.update(serve_for_memory(request, spec, forward, device, sink, captures))
+    elif request["mode"] == "allocations":
+        if not recording:
+            raise HarnessFailure("no_gpu", "the memory profiler reads the CUDA allocator: it needs a CUDA GPU")
+        result.update(allocations(request, spec, forward, device, sink))
     elif request["mode"] in ("kernels", "timeline"):
         result.update(kernels(request, spec, forward, device, sink))
     else:
@@ -59,9 +70,9 @@ def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:
     warm = warmup_inputs(spec, seed + 7, device.name)
     sink.stage("warmup", name)
     for i in range(max(request["timing"]["warmup"], len(warm))):
-        forward(name, warm[i % len(warm)])
+        in_phase("warmup", forward, name, warm[i % len(warm)])
     for x in inputs:  # each profiled input once, so nothing is first seen inside the profile
-        forward(name, x)
+        in_phase("warmup", forward, name, x)
     device.synchronize()
     return inputs
 
@@ -95,6 +106,21 @@ def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:
     trace = Path(request["profile"]["trace_path"])
     memory = profile_iterations(lambda i: forward(name, inputs[i]), len(inputs), trace)
     return {"trace_path": str(trace), "memory": memory, "workload": name}
+
+
+def allocations(request: dict, spec, forward, device, sink: EventSink) -> dict:
+    """The profiled iterations after warm-up, all three phases in the allocator's history; the snapshot saved."""
+    from tutor.harness import memory_history
+
+    name = request["profile"]["workload"]
+    inputs = _warm_inputs(request, spec, forward, device, sink)
+    sink.stage("profiling", f"{name}: {len(inputs)} iterations, every allocation recorded")
+    for x in inputs:
+        in_phase("iterations", forward, name, x)
+    device.synchronize()
+    snapshot = Path(request["profile"]["snapshot_path"])
+    memory_history.save(snapshot)
+    return {"snapshot_path": str(snapshot), "workload": name, "iterations": len(inputs)}
 
 
 def kernels(request: dict, spec, forward, device, sink: EventSink) -> dict:

@@ -58,6 +58,17 @@ def ncu_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register
     return ncu.extract(csv_path), report
 
 
+def memory_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
+    from tutor.profilers.memory_snapshot import extract
+
+    snapshot = run_dir / "memory.pickle"
+    request["mode"] = "allocations"
+    request["profile"]["snapshot_path"] = str(snapshot)
+    outcome = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register)
+    _extracting(on_event, "reading the allocator's history")
+    return extract(snapshot, outcome.result.get("iterations", 0)), snapshot
+
+
 def nsys_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
     from tutor.profilers import nsys_run, nsys_sqlite
 

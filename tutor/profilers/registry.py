@@ -48,6 +48,14 @@ def _torch_installed(machine: Machine | None) -> None:
         raise EnvironmentProblem("PyTorch is not installed in the tutor's environment.", "Reinstall with `make run`.")
 
 
+def _cuda_torch(machine: Machine | None) -> None:
+    """The allocator's history exists only in a CUDA build of torch (a CPU puzzle never lists this profiler)."""
+    _torch_installed(machine)
+    if machine is not None and machine.torch_cuda is None:
+        raise EnvironmentProblem("The memory profiler reads the CUDA allocator, and this PyTorch is a CPU-only build.",
+                                 "Install a CUDA build of torch (README: 'Using a GPU machine').")
+
+
 PROFILERS: dict[str, Profiler] = {p.id: p for p in (
     Profiler(
         "torch", "the PyTorch profiler", "metrics, kernels and a trace for Perfetto",
@@ -84,6 +92,24 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
                (f"the NVTX rows: each forward() sits in an {NVTX_ITER_RANGE} range inside {NVTX_KERNELS_RANGE}",
                 "gaps on the CUDA HW rows are idle GPU time; the CUDA API and OS runtime rows say why")),
         capture.nsys_profile, lambda machine: nsys_run.find_nsys()),
+    Profiler(
+        "memory", "PyTorch's memory snapshot",
+        "the CUDA allocator's history: peaks per phase, allocation sites, graph pools; a snapshot for "
+        "PyTorch's memory viewer",
+        Opener("snapshot", "CUDA allocator snapshot, pickle", "PyTorch's memory viewer",
+               "python -m torch.cuda._memory_viz trace_plot -o memory.html {path}",
+               "as a page: the command writes memory.html, which opens in any browser",
+               "in a browser: https://pytorch.org/memory_viz → drag the snapshot onto the page",
+               "on a remote machine, copy the snapshot here first (scp HOST:<path> .): the viewer runs in your browser",
+               ("Active Memory Timeline: one band per live allocation, over the recorded events; hover a band for "
+                "the stack that made it",
+                "prepare, warm-up and the profiled calls follow each other: a band that appears and vanishes in "
+                "every call is memory allocated per call (a weight dequantised, an activation)",
+                "Allocator State History: the segments, and which CUDA graph pool holds each")),
+        capture.memory_profile, _cuda_torch,
+        headline=("allocator.allocated_mb_per_iter", "allocator.allocs_per_iter", "allocator.warmup.peak_allocated_mb",
+                  "allocator.iterations.peak_allocated_mb", "allocator.graph_pool_mb"),
+        subject="the allocator, over prepare, warm-up and the profiled calls"),
 )}
 
 

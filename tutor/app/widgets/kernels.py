@@ -22,7 +22,7 @@ def _cell(value, column: KernelColumn) -> Text | str:
 def _sort_key(kernel: dict, key: str, column: KernelColumn) -> tuple:
     value = kernel.get(key)
     missing = value is None or (isinstance(value, float) and math.isnan(value))
-    return missing, 0 if missing else (-value if column.numeric else str(value)), kernel["name"]
+    return missing, 0 if missing else (-value if column.numeric else str(value)), kernel.get("name") or kernel.get("site", "")
 
 
 class KernelTable(DataTable):
@@ -44,8 +44,8 @@ class KernelTable(DataTable):
             self.clear(columns=True)
             for key in keys:
                 self.add_column(KERNEL_COLUMNS[key].title, key=key)
-        if self.sort_column not in keys:
-            self.sort_column = "total_us"
+        if self.sort_column not in keys:  # kernels by their time, allocation sites by their bytes
+            self.sort_column = next((k for k in ("total_us", "total_mb") if k in keys), keys[0])
         self._fill()
 
     def sort_by(self, column: str) -> None:
@@ -103,6 +103,37 @@ class KernelBreakdown(Vertical):
         plot.refresh()
 
 
+class MemoryTimeline(Vertical):
+    """The memory profiler's allocated and reserved MiB over the recorded events, a line where each phase begins."""
+
+    DEFAULT_CSS = """
+    MemoryTimeline { height: 12; }
+    MemoryTimeline > PlotextPlot { height: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        from textual_plotext import PlotextPlot
+
+        yield PlotextPlot()
+
+    def show(self, series: dict) -> None:
+        from textual_plotext import PlotextPlot
+
+        plot = self.query_one(PlotextPlot)
+        plt = plot.plt
+        plt.clear_figure()
+        allocated, reserved = series.get("allocated_mb", []), series.get("reserved_mb", [])
+        x = list(range(len(allocated)))
+        plt.plot(x, reserved, marker="braille", label="reserved")
+        plt.plot(x, allocated, marker="braille", label="allocated")
+        for phase, start in series.get("phase_starts", {}).items():
+            plt.vline(start)
+            plt.text(phase, start, max(reserved, default=0))
+        plt.title("MiB over the allocator's events (prepare, warm-up, the profiled calls)")
+        plt.xticks([])
+        plot.refresh()
+
+
 class KernelsView(Vertical):
     DEFAULT_CSS = """
     KernelsView { height: 1fr; }
@@ -112,6 +143,7 @@ class KernelsView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="kernels-head")
+        yield MemoryTimeline()
         yield KernelTable()
         yield KernelBreakdown()
 
@@ -120,8 +152,17 @@ class KernelsView(Vertical):
         table = self.query_one(KernelTable)
         breakdown = self.query_one(KernelBreakdown)
         kernels = record.metrics.kernels if record else []
+        series = record.metrics.series if record else {}
+        timeline = self.query_one(MemoryTimeline)
         table.show(kernels)
-        table.display = breakdown.display = bool(kernels)
+        table.display = bool(kernels)
+        breakdown.display = bool(kernels) and not series
+        timeline.display = bool(series)
+        if series:  # the memory profiler: its timeline, then the sites that allocated the most
+            timeline.show(series)
+            head.update(Content.assemble((f"{which} profile", "bold"), f" · memory · {len(kernels)} allocation sites",
+                                         (" · the most bytes first; s sorts", "$foreground-muted")))
+            return
         if record is None:
             head.update(no_profile(which, profiler))
         elif not kernels:
