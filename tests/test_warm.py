@@ -185,3 +185,35 @@ def test_a_run_forked_by_the_warm_harness_uses_the_gpu(warm, make_request, tmp_p
     outcome = run_harness(request, tmp_path / "run", 300)
     print(warm.ask("status"), outcome.result["samples_ms"])
     assert outcome.warm and [c["rel_l2"] for c in outcome.result["checks"]] == [0.0, 0.0]
+
+
+def test_a_warm_run_is_waited_on_from_two_threads_at_once():
+    """A cancel polls and waits from its own thread while the run's thread waits (tutor.runner): both
+    see the exit code, whichever reads it (once this failed with EBADF, the socket closed under a select)."""
+    import socket
+    import threading
+
+    from tutor.warm import WarmProcess
+
+    for _ in range(200):
+        ours, harness = socket.socketpair()
+        run = WarmProcess(os.getpid(), ours)
+        seen, errors = [], []
+
+        def waiter(call):
+            try:
+                seen.append(call())
+            except Exception as e:  # any failure is the finding
+                errors.append(e)
+
+        threads = [threading.Thread(target=waiter, args=(run.wait,)),
+                   threading.Thread(target=waiter, args=(lambda: run.wait(5.0),))]
+        for t in threads:
+            t.start()
+        assert run.poll() is None  # a third reader, as the cancel's first poll
+        harness.sendall(json.dumps({"exit": 7}).encode() + b"\n")
+        harness.close()  # as the warm harness does once it has said how the run ended
+        for t in threads:
+            t.join(10)
+        assert not errors and seen == [7, 7] and run.poll() == 7
+        assert run._conn.fileno() == -1  # closed once both had left

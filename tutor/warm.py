@@ -13,11 +13,12 @@ import contextlib
 import hashlib
 import json
 import os
-import selectors
+import select
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,12 +161,19 @@ class WarmHarness:
 
 
 class WarmProcess:
-    """A run forked by the warm harness, as much of subprocess.Popen as tutor.runner uses."""
+    """A run forked by the warm harness, as much of subprocess.Popen as tutor.runner uses.
+
+    Safe from two threads at once, as Popen is: a cancel polls and waits from one thread while the
+    run's own thread waits. Whoever reads the exit line sets `returncode`; the socket closes when the
+    last reader leaves, never under another's select.
+    """
 
     def __init__(self, pid: int, conn: socket.socket):
         self.pid, self._conn = pid, conn
         self.returncode: int | None = None
         self._buffer = b""
+        self._lock = threading.Lock()
+        self._readers = 0
 
     def poll(self) -> int | None:
         return self._read(0.0)
@@ -177,24 +185,37 @@ class WarmProcess:
         return code
 
     def _read(self, timeout: float | None) -> int | None:
-        if self.returncode is not None:
-            return self.returncode
         deadline = None if timeout is None else time.monotonic() + timeout
-        with selectors.DefaultSelector() as sel:
-            sel.register(self._conn, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
+        with self._lock:
+            if self.returncode is not None:
+                return self.returncode
+            self._readers += 1
+        try:
+            while True:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not sel.select(left):
-                    return None
-                chunk = self._conn.recv(4096)
-                if not chunk:  # the warm harness itself died: the run's fate is unknown
+                readable, _, _ = select.select([self._conn], [], [], left)
+                with self._lock:
+                    if self.returncode is not None:  # the other thread read it meanwhile
+                        return self.returncode
+                    if readable:
+                        try:
+                            chunk = self._conn.recv(4096, socket.MSG_DONTWAIT)
+                        except BlockingIOError:
+                            continue  # the other thread took what woke us
+                        if not chunk:  # the warm harness itself died: the run's fate is unknown
+                            self.returncode = _lost(self.pid)
+                            return self.returncode
+                        self._buffer += chunk
+                        if b"\n" in self._buffer:
+                            self.returncode = int(json.loads(self._buffer.split(b"\n", 1)[0])["exit"])
+                            return self.returncode
+                    elif deadline is not None and time.monotonic() >= deadline:
+                        return None
+        finally:
+            with self._lock:
+                self._readers -= 1
+                if self.returncode is not None and self._readers == 0:
                     self._conn.close()
-                    self.returncode = _lost(self.pid)
-                    return self.returncode
-                self._buffer += chunk
-        self.returncode = int(json.loads(self._buffer.split(b"\n", 1)[0])["exit"])
-        self._conn.close()
-        return self.returncode
 
 
 def _lost(pid: int) -> int:
