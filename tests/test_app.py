@@ -430,8 +430,9 @@ async def test_a_gpu_puzzle_on_a_machine_without_one_is_refused_with_the_reason(
 
 
 def check_requests(ws) -> list[dict]:
-    """The harness requests of the quick checks run so far, oldest first."""
-    return [json.loads((d / "request.json").read_text()) for d in sorted(ws.runs_dir.glob("*-puzzle0-check-*"))]
+    """The harness requests of the quick checks started so far (a request is written whole), oldest first."""
+    return [json.loads((d / "request.json").read_text()) for d in sorted(ws.runs_dir.glob("*-puzzle0-check-*"))
+            if (d / "request.json").exists()]
 
 
 async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(workspace):

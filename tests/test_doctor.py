@@ -125,3 +125,18 @@ def test_a_gpu_shows_the_best_rates_its_grades_measured(tmp_path, monkeypatch):
     best_known(tmp_path, H100.name, {"hbm_read_gbps": 3012.0, "bf16_tflops": 731.0})
     after = findings(diagnose([get_puzzle("puzzle1")], H100_READY))["GPU 0"].detail
     assert "3.01 TB/s from HBM and 731 TFLOP/s in bf16 over 1 grade(s)" in after
+
+
+def test_a_run_this_machine_cannot_do_is_refused_before_torch_loads_with_one_message():
+    from tutor.errors import EnvironmentProblem
+    from tutor.machine import require_hardware
+
+    with pytest.raises(EnvironmentProblem) as no_gpu:
+        require_hardware(get_puzzle("puzzle1"), CPU_ONLY)
+    assert no_gpu.value.message == "puzzle1 cannot run on this machine (no CUDA)."
+    assert "infprof-tutor study puzzle1" in no_gpu.value.advice and "CUDA build" not in no_gpu.value.advice
+    with pytest.raises(EnvironmentProblem) as cpu_torch:
+        require_hardware(get_puzzle("puzzle2"), H100_CPU_TORCH)
+    assert "(CPU-only torch)" in cpu_torch.value.message and "CUDA build of PyTorch" in cpu_torch.value.advice
+    require_hardware(get_puzzle("puzzle0"), CPU_ONLY)  # runs here: nothing raised
+    require_hardware(get_puzzle("puzzle2"), H100_READY)  # a missing package or profiler is not hardware

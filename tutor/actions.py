@@ -23,7 +23,7 @@ from tutor.grading.floor import check_floor
 from tutor.grading.performance import Measured, check_correctness, check_performance
 from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
 from tutor.grading.verdict import Criterion, Verdict
-from tutor.machine import PEAKS_DIR
+from tutor.machine import PEAKS_DIR, require_hardware
 from tutor.metrics import ProfileMetrics
 from tutor.profilers.registry import get_profiler
 from tutor.progress import Progress
@@ -104,6 +104,7 @@ def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: Ev
     if which not in PROFILE_WORKLOADS:
         raise TutorError(f"Cannot profile '{which}'.", "Choose --which baseline or --which mine.")
     capture = get_profiler(profiler).capture
+    require_hardware(puzzle)  # before torch is imported for it: one clear answer, not a failed run
     if which == "mine":
         check_workload_file(ws, puzzle)
     run_dir = new_run_dir(ws, puzzle, f"profile-{which}")
@@ -122,6 +123,7 @@ def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: Ev
 def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
           register: Register | None = None) -> Verdict:
     """Correctness, diagnosis and speed of the learner's current files; every attempt is recorded."""
+    require_hardware(puzzle)
     check_workload_file(ws, puzzle)
     progress = Progress(ws.db_path)
     hash_before = code_hash(ws, puzzle)

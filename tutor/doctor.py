@@ -131,8 +131,9 @@ def _profilers(m: Machine, puzzles: list[Puzzle], runnable: list[Puzzle]) -> lis
             out.append(Finding(profiler.name, "problem" if stops else "note",
                                f"{problem.message} Used by {', '.join(users)}.", _fix(problem.advice, stops, m)))
         else:
-            tool = profiler.find_tool(m)
-            out.append(Finding(profiler.name, "ok", f"{tool_version(tool)} at {tool}"))
+            tool = profiler.find_tool(m)  # a path, or None for a profiler inside torch (the memory snapshot)
+            out.append(Finding(profiler.name, "ok", f"{tool_version(tool)} at {tool}" if tool else
+                               "part of PyTorch's CUDA build"))
     return out
 
 

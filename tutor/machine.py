@@ -201,6 +201,20 @@ def upgrade_command(package: str) -> str:
     return f"`pip install -U '{package}{requirement(package) or ''}'`"
 
 
+# What no install of a package or profiler fixes: the machine itself, or its torch build.
+HARDWARE_BLOCKERS = ("no torch", "no CUDA", "too few GPUs", "GPU too old", "CPU-only torch")
+
+
+def require_hardware(puzzle: Puzzle, machine: Machine | None = None) -> None:
+    """Refuse a run this machine cannot do before torch is imported for it, with why and what would work."""
+    from tutor.errors import EnvironmentProblem
+
+    blockers = [b for b in readiness(puzzle, machine).blockers if b.label in HARDWARE_BLOCKERS]
+    if blockers:
+        raise EnvironmentProblem(f"{puzzle.id} cannot run on this machine ({blockers[0].label}).",
+                                 " ".join(b.why for b in blockers))
+
+
 def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
     """Everything that stops `puzzle` from running here, most fundamental first."""
     m = machine or this_machine()
@@ -225,7 +239,7 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
                                     f"{hw.min_compute_capability:g} ({gpus_that_run(hw.min_compute_capability)}); "
                                     f"the best GPU here has {max(m.compute_capabilities):.1f}. Study it instead: "
                                     f"`infprof-tutor study {puzzle.id}`."))
-        if m.torch_installed and m.torch_cuda is None:
+        if m.torch_installed and m.torch_cuda is None and m.nvidia_driver:  # without a GPU, no build helps
             blockers.append(Blocker("CPU-only torch", f"The installed PyTorch is a CPU-only build. {CUDA_TORCH_FIX}"))
     missing = [p for p in hw.packages if not _has_module(p)]
     if missing:

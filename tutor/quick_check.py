@@ -16,6 +16,7 @@ from tutor.catalog import Puzzle
 from tutor.grading.answer import AnswerError, answer_problem
 from tutor.grading.fair_play import check_fair_play
 from tutor.grading.floor import check_floor
+from tutor.machine import require_hardware
 from tutor.grading.performance import check_correctness, speedups_vs
 from tutor.grading.verdict import Criterion
 from tutor.runner import run_harness
@@ -95,6 +96,7 @@ def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
 def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
                 register: Register | None = None) -> QuickCheck:
     """Check and time the learner's workload.py briefly; raises RunFailed as a grade would, records nothing."""
+    require_hardware(puzzle)
     check_workload_file(ws, puzzle)
     vs = puzzle.tiers[0].vs
     request = check_request(ws, puzzle, list(dict.fromkeys(["mine", vs])))

@@ -113,7 +113,10 @@ class HarnessRun:
     def _spawn(self) -> int:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         request_path = self.run_dir / "request.json"
-        request_path.write_text(json.dumps(self.request, indent=1))
+        # Whole or absent, for whoever reads the run folder while the run starts (the TUI, a test).
+        partial = request_path.with_suffix(".json.partial")
+        partial.write_text(json.dumps(self.request, indent=1))
+        os.replace(partial, request_path)
         read_fd, write_fd = os.pipe()
         nonce_read, nonce_write = os.pipe()
         os.write(nonce_write, self._nonce.encode())
@@ -196,7 +199,9 @@ class HarnessRun:
             kind = error.get("kind", "bad_request")
             what = ERROR_KINDS.get(kind, kind)
             cls = RunFailedEnvironment if kind in ENVIRONMENT_KINDS else RunFailed
-            raise cls(kind, f"{what}: {error.get('message', '')}", tail, error.get("where", ""))
+            # The harness's output says no more than its message when no GPU is visible.
+            raise cls(kind, f"{what}: {error.get('message', '')}", "" if kind == "no_gpu" else tail,
+                      error.get("where", ""))
         if returncode != 0 or self.result is None:
             if returncode < 0:
                 why = death_words(signal.Signals(-returncode).name)

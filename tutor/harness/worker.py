@@ -39,8 +39,8 @@ def setup(request: dict, timing: bool, role: str) -> Device:
     """What every workload process does before it loads any workload: its device, clocks, seeds and caches."""
     use_compile_caches(request, role)
     if request["device"] == "cuda" and not torch.cuda.is_available():
-        raise HarnessFailure("no_gpu", "this puzzle needs a CUDA GPU, and torch sees none "
-                             f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+        raise HarnessFailure("no_gpu", f"torch sees none (torch {torch.__version__}, built for CUDA "
+                             f"{torch.version.cuda})")
     if request["device"] == "cuda":
         share_autotuning()
     if request["device"] == "cpu":
