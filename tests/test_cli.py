@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tutor.machine import this_machine
 from tutor.cli import main
 from tutor.progress import Progress
 
@@ -42,6 +43,9 @@ def test_list_and_show(in_workspace, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "puzzle0" in out and "new" in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
+    if not this_machine().nvidia_driver:  # whether this machine can run each one, as the TUI says
+        assert "ready" in rows["puzzle0"] and "no CUDA" in rows["puzzle1"]
     assert main(["show", "puzzle0"]) == 0
     out = capsys.readouterr().out
     assert "feature scaler" in out.lower() and "bronze" in out.lower()

@@ -45,14 +45,16 @@ def cmd_init(args) -> int:
 
 def cmd_list(args) -> int:
     from tutor.catalog import all_puzzles, catalog_problems
-    from tutor.progress import Progress
     from tutor.cli_views import puzzle_table
+    from tutor.machine import readiness
+    from tutor.progress import Progress
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
     progress = Progress(ws.db_path)
     puzzles = list(all_puzzles().values())
-    console.print(puzzle_table(puzzles, {p.id: progress.status(p.id) for p in puzzles}))
+    console.print(puzzle_table(puzzles, {p.id: progress.status(p.id) for p in puzzles},
+                               {p.id: readiness(p) for p in puzzles}))
     for problem in catalog_problems():
         err_console.print(f"[yellow]skipped a puzzle:[/] {problem.message}", highlight=False)
     return 0

@@ -23,20 +23,25 @@ from tutor.records import compare_rows
 
 if TYPE_CHECKING:
     from tutor.doctor import Report
+    from tutor.machine import Readiness
     from tutor.review import Review
     from tutor.quick_check import QuickCheck  # loads the grading stack: only the commands that check do
 
 STATUS_STYLE = {"new": "dim", "attempted": "yellow", "diagnosed": "cyan", "solved": "green"}
 
 
-def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus]) -> Table:
-    table = Table(title="infprof-tutor puzzles", title_justify="left")
-    for col in ("id", "lvl", "title", "needs", "status", "tier", "best"):
+def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus], here: dict[str, Readiness]) -> Table:
+    """Every puzzle with the learner's status, and whether this machine can run it (the TUI's column)."""
+    table = Table(title="infprof-tutor puzzles", title_justify="left",
+                  caption="here: whether this machine can run it (why, and the fix: infprof-tutor doctor)",
+                  caption_justify="left")
+    for col in ("id", "lvl", "title", "needs", "here", "status", "tier", "best"):
         table.add_column(col)
     for p in puzzles:
-        s = statuses[p.id]
+        s, ready = statuses[p.id], here[p.id]
         best = f"{s.best_speedup:.2f}x" if s.best_speedup is not None else ""
         table.add_row(p.id, str(p.level), p.title, "CPU" if p.hardware.device == "cpu" else "GPU",
+                      Text(ready.label, style="green" if ready.ok else "yellow"),
                       Text(s.status, style=STATUS_STYLE[s.status]), s.tier, best)
     return table
 

@@ -21,6 +21,8 @@ from tutor.profilers.registry import PROFILERS
 
 # Compile caches, traces and ncu reports of a few grades; below this a grade may fail half-way.
 LOW_DISK_GIB = 2.0
+
+
 @dataclass(frozen=True)
 class Finding:
     area: str

@@ -57,6 +57,12 @@ METRIC_DOCS: dict[str, str] = {
     "allocator.graph_pool_mb": "memory in CUDA graphs' private pools at the end",
     "allocator.reserved_mb": "memory the caching allocator held at the end",
     "allocator.events": "allocator events recorded (allocations, frees, segments)",
+    # ptxas's report of a CUDA source (tutor.profilers.ptxas), read at compile time: no GPU needed.
+    "ptxas.kernels": "kernels ptxas compiled",
+    "ptxas.spill_store_bytes": "bytes per thread the kernels store to local memory because registers ran out",
+    "ptxas.spill_load_bytes": "bytes per thread the kernels load back from local memory after spilling",
+    "ptxas.max_registers": "the most registers per thread any kernel uses",
+    "ptxas.max_stack_frame_bytes": "the largest per-thread stack frame (local arrays and spills)",
     # Nsight Compute: the kernel with the most GPU time in the profiled range.
     "ncu.kernels_profiled": "kernel launches Nsight Compute profiled",
     "ncu.total_us": "summed duration of the profiled kernels",

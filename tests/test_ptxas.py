@@ -1,0 +1,56 @@
+"""ptxas's resource report (tutor.profilers.ptxas): registers and spills per kernel, read on a GPU-less
+machine, for the kernel-level puzzles' register-spill evidence."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tutor.metrics import describe
+from tutor.profilers.ptxas import compile_report, metrics, parse
+
+FIXTURES = Path(__file__).parent / "fixtures"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+def test_a_recorded_report_is_read_kernel_by_kernel():
+    """`nvcc -arch=sm_90 -Xptxas -v` 13.0 on tests/fixtures/ptxas_spills.cu, as it printed."""
+    kernels = {k.name.split("(")[0]: k for k in parse((FIXTURES / "ptxas_nvcc13.0_sm90.txt").read_text())}
+    assert set(kernels) in ({"tiled", "spills"}, {"_Z5tiledPf", "_Z6spillsPKfPfi"})  # demangled where c++filt is
+    spills, tiled = [kernels[k] for k in sorted(kernels, key=lambda n: "tiled" in n)]
+    assert (spills.registers, spills.stack_frame_bytes, spills.spill_store_bytes, spills.spill_load_bytes,
+            spills.cumulative_stack_bytes, spills.arch) == (32, 352, 428, 480, 352, "sm_90")
+    assert (tiled.registers, tiled.barriers, tiled.shared_bytes, tiled.spill_store_bytes) == (12, 1, 4224, 0)
+
+
+def test_the_metrics_sum_spills_and_are_documented():
+    m = metrics(parse((FIXTURES / "ptxas_nvcc13.0_sm90.txt").read_text()))
+    assert m.values == {"ptxas.kernels": 2, "ptxas.spill_store_bytes": 428, "ptxas.spill_load_bytes": 480,
+                        "ptxas.max_registers": 32, "ptxas.max_stack_frame_bytes": 352}
+    assert all(describe(name) for name in m.values)
+
+
+@needs_nvcc
+def test_launch_bounds_that_squeeze_registers_make_spills_and_lifting_them_removes_them(tmp_path):
+    source = (FIXTURES / "ptxas_spills.cu").read_text()
+    squeezed = tmp_path / "squeezed.cu"
+    squeezed.write_text(source)
+    roomy = tmp_path / "roomy.cu"
+    roomy.write_text(source.replace("__launch_bounds__(1024, 2)", "__launch_bounds__(256)"))
+    before = next(k for k in compile_report(squeezed) if "spills" in k.name)
+    after = next(k for k in compile_report(roomy) if "spills" in k.name)
+    print(before, after)
+    assert before.registers <= 32 and before.spill_store_bytes > 0
+    assert after.spill_store_bytes == 0 and after.registers > 32
+
+
+@needs_nvcc
+def test_a_source_that_does_not_compile_says_where(tmp_path):
+    from tutor.errors import TutorError
+
+    broken = tmp_path / "broken.cu"
+    broken.write_text("__global__ void k(float* x) { x[0] = undefined_name; }\n")
+    with pytest.raises(TutorError, match="broken.cu"):
+        compile_report(broken)

@@ -1,0 +1,95 @@
+"""What ptxas says of each kernel in a CUDA source: registers, spills, stack frame, shared memory.
+
+`nvcc -Xptxas -v` compiles and runs nothing, so this answers on any machine with the CUDA toolkit,
+CI's GPU-less ones included: the register-spill evidence of a kernel-level puzzle (a per-thread
+array or launch bounds that force spills to local memory) can be checked where no GPU exists, and
+Nsight Compute's local-memory traffic on the H100 says what the spills cost.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tutor.errors import EnvironmentProblem, TutorError
+from tutor.metrics import ProfileMetrics
+
+ARCH = "sm_90"  # the H100's; any arch nvcc knows gives its own register file's answer
+INSTALL = "Install the CUDA toolkit (nvcc) and put it on PATH: https://developer.nvidia.com/cuda-downloads"
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PROPERTIES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_FIELDS = {"barriers": re.compile(r"used (\d+) barriers"), "shared_bytes": re.compile(r"(\d+) bytes smem"),
+           "cumulative_stack_bytes": re.compile(r"(\d+) bytes cumulative stack size")}
+
+
+@dataclass
+class KernelResources:
+    name: str  # demangled where c++filt is installed
+    arch: str
+    registers: int = 0
+    stack_frame_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    barriers: int = 0
+    shared_bytes: int = 0
+    cumulative_stack_bytes: int = 0
+
+
+def parse(output: str) -> list[KernelResources]:
+    """ptxas's -v lines, kernel by kernel (each 'Compiling entry function' opens one)."""
+    kernels: list[KernelResources] = []
+    for line in output.splitlines():
+        if entry := _ENTRY.search(line):
+            kernels.append(KernelResources(entry.group(1), entry.group(2)))
+        elif not kernels:
+            continue
+        elif props := _PROPERTIES.search(line):
+            k = kernels[-1]
+            k.stack_frame_bytes, k.spill_store_bytes, k.spill_load_bytes = map(int, props.groups())
+        elif used := _USED.search(line):
+            k = kernels[-1]
+            k.registers = int(used.group(1))
+            for field, pattern in _FIELDS.items():
+                if found := pattern.search(line):
+                    setattr(k, field, int(found.group(1)))
+    return _demangled(kernels)
+
+
+def _demangled(kernels: list[KernelResources]) -> list[KernelResources]:
+    filt = shutil.which("c++filt")
+    if not filt or not kernels:
+        return kernels
+    done = subprocess.run([filt], input="\n".join(k.name for k in kernels), capture_output=True, text=True)
+    names = done.stdout.splitlines()
+    if done.returncode == 0 and len(names) == len(kernels):
+        for k, name in zip(kernels, names):
+            k.name = name
+    return kernels
+
+
+def compile_report(source: Path, arch: str = ARCH, flags: tuple[str, ...] = (), timeout_s: float = 300) -> list[KernelResources]:
+    """Compile `source` for `arch` (to nowhere) and read what ptxas reports of each kernel."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise EnvironmentProblem("nvcc is not installed on this machine: ptxas cannot report on the kernels.", INSTALL)
+    done = subprocess.run([nvcc, f"-arch={arch}", "-Xptxas", "-v", *flags, "-c", str(source), "-o", "/dev/null"],
+                          capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise TutorError(f"nvcc could not compile {source.name}:\n{done.stderr.strip()[-2000:]}",
+                         "Fix the error nvcc names (file:line), save, and run again.")
+    return parse(done.stderr + done.stdout)
+
+
+def metrics(kernels: list[KernelResources]) -> ProfileMetrics:
+    """Per kernel as table rows; as citable values, the sums of spills and the most registers and stack."""
+    values = {"ptxas.kernels": len(kernels),
+              "ptxas.spill_store_bytes": sum(k.spill_store_bytes for k in kernels),
+              "ptxas.spill_load_bytes": sum(k.spill_load_bytes for k in kernels),
+              "ptxas.max_registers": max((k.registers for k in kernels), default=0),
+              "ptxas.max_stack_frame_bytes": max((k.stack_frame_bytes for k in kernels), default=0)}
+    return ProfileMetrics(values, [asdict(k) for k in kernels], profiler="ptxas", device="cuda")
