@@ -12,8 +12,10 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-# A decode run makes hundreds of thousands of events; the ring buffer keeps the newest this many.
-MAX_ENTRIES = 1_000_000
+# The ring buffer keeps the newest this many events (tutor.profilers.memory_snapshot anchors what it
+# dropped): a puzzle's run makes a few thousand to tens of thousands, and reading 200,000 with
+# 30-frame stacks takes 3.5 s and 1.2 GB on the 2-core machine (benchmarks/memory_snapshot_parse.py).
+MAX_ENTRIES = 200_000
 
 
 def start() -> None:
