@@ -140,3 +140,21 @@ def test_a_run_this_machine_cannot_do_is_refused_before_torch_loads_with_one_mes
     assert "(CPU-only torch)" in cpu_torch.value.message and "CUDA build of PyTorch" in cpu_torch.value.advice
     require_hardware(get_puzzle("puzzle0"), CPU_ONLY)  # runs here: nothing raised
     require_hardware(get_puzzle("puzzle2"), H100_READY)  # a missing package or profiler is not hardware
+
+
+@pytest.mark.parametrize("line, build", [("cuda: Optional[str] = '13.0'", "13.0"), ("cuda = '12.4'", "12.4"),
+                                         ("cuda: Optional[str] = None", None), ("# no cuda line at all", "unknown")])
+def test_the_torch_build_is_read_from_version_py_and_an_unknown_layout_is_never_a_cpu_build(tmp_path, monkeypatch,
+                                                                                            line, build):
+    import importlib.machinery
+
+    package = tmp_path / "torch"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "version.py").write_text(f"from typing import Optional\n__version__ = '2.11.0'\n{line}\n")
+    spec = importlib.machinery.ModuleSpec("torch", None, origin=str(package / "__init__.py"))
+    monkeypatch.setattr(machine_module.importlib.util, "find_spec", lambda name: spec)
+    assert machine_module._torch_build() == (True, build)
+    m = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(9.0,), torch_cuda=build, gpus=(H100,))
+    cpu_only = "CPU-only torch" in [b.label for b in readiness(get_puzzle("puzzle2"), m).blockers]
+    assert cpu_only == (build is None)

@@ -70,6 +70,8 @@ def test_a_fast_honest_timing_says_how_close_it_came():
     refused, lines = check_floor(floor, {"mine": [0.2]}, {"mine": [floor_ms(floor) * 4]})
     assert not refused and "you run at 25% of the floor's speed" in lines[0]
     assert check_floor(None, {"mine": [1e-9]}, {}) == ([], [])  # a CPU puzzle has none
+    refused, lines = check_floor({"unavailable": "OutOfMemoryError: CUDA out of memory"}, {"mine": [1e-9]}, {})
+    assert not refused and "not measured this grade (OutOfMemoryError" in lines[0]  # a failed probe fails nothing
 
 
 def test_the_rulers_floor_reaches_the_graders():

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tutor.catalog import Puzzle
-from tutor.machine import (CUDA_TORCH_FIX, GPU_EXTRAS_FIX, Machine, Readiness, installed_version, measured_peaks,
-                           readiness, requirement, this_machine, too_old, upgrade_command)
+from tutor.machine import (CUDA_TORCH_FIX, GPU_EXTRAS_FIX, UNKNOWN_BUILD, Machine, Readiness, installed_version,
+                           measured_peaks, readiness, requirement, this_machine, too_old, upgrade_command)
 from tutor.profilers.registry import PROFILERS
 
 # Compile caches, traces and ncu reports of a few grades; below this a grade may fail half-way.
@@ -78,6 +78,9 @@ def _torch(m: Machine) -> list[Finding]:
         return [Finding("PyTorch", "problem", "not installed in the tutor's environment",
                         "Reinstall: `make run` in the source tree, or `pip install torch`.")]
     version = installed_version("torch") or "unknown version"
+    if m.torch_cuda == UNKNOWN_BUILD:
+        return [Finding("PyTorch", "note", f"{version}: its version.py does not say which CUDA it was built for",
+                        "Run `python -c \"import torch; print(torch.version.cuda, torch.cuda.is_available())\"`.")]
     if m.torch_cuda:
         return [Finding("PyTorch", "ok", f"{version}, a CUDA {m.torch_cuda} build")]
     if m.nvidia_driver:

@@ -135,16 +135,23 @@ def measured_peaks(gpu_name: str) -> dict | None:
         return None
 
 
+# torch/version.py's line for the CUDA version it was built for: `cuda: Optional[str] = '13.0'`, or `= None`.
+_CUDA_LINE = re.compile(r"^cuda(?:: [^=]+)? = (?:'([^']+)'|(None))\s*$", re.MULTILINE)
+UNKNOWN_BUILD = "unknown"  # torch_cuda when version.py does not say: never taken for a CPU build
+
+
 def _torch_build() -> tuple[bool, str | None]:
+    """(installed, the CUDA version it was built for); None only where version.py says None (a CPU build)."""
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.origin:
         return False, None
-    version_file = Path(spec.origin).with_name("version.py")
     try:
-        match = re.search(r"^cuda(?:: [^=]+)? = '([^']+)'", version_file.read_text(), re.MULTILINE)
+        found = _CUDA_LINE.search(Path(spec.origin).with_name("version.py").read_text())
     except OSError:
-        return True, None
-    return True, match.group(1) if match else None
+        found = None
+    if found is None:  # a layout this reader does not know: let the harness find out, never refuse on it
+        return True, UNKNOWN_BUILD
+    return True, found.group(1)
 
 
 def _has_module(name: str) -> bool:

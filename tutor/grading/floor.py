@@ -39,6 +39,8 @@ def check_floor(floor: dict | None, call_ms: dict[str, list[float]], gpu_ms: dic
     line that says how close it came (for the performance criterion)."""
     if not floor:
         return [], []
+    if "unavailable" in floor:  # the probe failed in the ruler: say so, refuse nothing
+        return [], [f"physical floor: not measured this grade ({floor['unavailable']})"]
     least = floor_ms(floor)
     medians = {clock: statistics.median(samples[candidate])
                for clock, samples in (("call", call_ms), ("gpu", gpu_ms)) if samples.get(candidate)}

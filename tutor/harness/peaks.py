@@ -88,7 +88,7 @@ def floor_facts(spec, cache_folder: str | None) -> dict | None:
     work = least_work(int(getattr(props, "L2_cache_size", 0)))
     try:
         measured = measure()
-    except torch.cuda.OutOfMemoryError:  # the workloads left no room for the probe: no floor this grade
-        torch.cuda.empty_cache()
-        return None
+    except RuntimeError as e:  # no room left by the workloads (OOM), a library error: no floor this grade,
+        torch.cuda.empty_cache()  # never a failed grade
+        return {"unavailable": f"{type(e).__name__}: {str(e)[:200]}"}
     return {**work, **best_known(cache_folder, props.name, measured), "gpu": props.name}
