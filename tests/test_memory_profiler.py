@@ -110,6 +110,13 @@ def test_events_without_a_stack_belong_to_the_phase_before_them():
     assert site_of(frames("warmup", 12)) == "workload.py:12 forward"
     assert site_of([{"filename": "/usr/lib/python3.12/site-packages/torch/x.py", "line": 1, "name": "f"}]) == "(inside torch)"
     assert site_of([]) == "(no stack recorded)"
+    torchao = {"filename": "/usr/lib/python3.12/site-packages/torchao/dtypes/floatx.py", "line": 88, "name": "dequantize"}
+    installed_baseline = {"filename": "/v/lib/python3.12/site-packages/challenges/puzzle1/baseline.py", "line": 30,
+                          "name": "forward"}
+    assert site_of([torchao, *frames("warmup", 12)]) == "workload.py:12 forward"  # the learner's line first
+    assert site_of([torchao, installed_baseline]) == "baseline.py:30 forward"  # a puzzle's file, wherever installed
+    assert site_of([torchao]) == "floatx.py:88 dequantize"  # else the library that asked
+    assert site_of([{"filename": "/usr/lib/python3.12/copy.py", "line": 1, "name": "deepcopy"}]) == "(inside torch)"
 
 
 def test_the_phase_functions_are_the_ones_the_parser_looks_for():

@@ -37,7 +37,7 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     weights = in_phase("prepare", call_workload, "spec.make_weights", spec.make_weights, request["seed"], device.name)
     state = in_phase("prepare", call_workload, f"{name}.prepare()", module.prepare, weights, device.name)
     del weights
-    if not recording:  # its GPU-sized fill would be the history's largest allocation by far
+    if not recording:  # its fill of every cached free block would show in the history as allocations of ours
         device.poison_free_memory()
 
     def forward(name, x):

@@ -10,12 +10,14 @@ its oldest events: the running totals are anchored to the segments the snapshot 
 Fields read, and what is done without them: `device_traces` (required), each event's `action`,
 `addr`, `size`, `frames` (no frames: one phase, "unknown"); the segments' `total_size`,
 `segment_pool_id` (absent: no graph pools are counted) and their blocks' `size` and `state`.
-Tested on snapshots of torch 2.11 (H100) and on the format's fields as torch documents them.
+Tested on snapshots built in torch 2.11's format (tests/test_memory_profiler.py); the H100
+recordings join them in tests/fixtures/memory/ once tests/fixtures/record_memory_snapshots.py has run.
 """
 
 from __future__ import annotations
 
 import pickle
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +29,11 @@ MB = 2**20
 PHASES = tuple(MEMORY_PHASES.values())
 SERIES_POINTS = 400  # the timeline a plot shows: each point the peak of its share of the events
 TOP_SITES = 15
-# Frames that are never the code that asked for memory: torch's own Python, the harness, the stdlib.
-NOT_A_SITE = ("/torch/", "/tutor/harness/", "/lib/python3", "<frozen", "/triton/")
+# Frames that are never where memory was asked for: torch's and triton's Python, the harness, the stdlib.
+NOT_A_SITE = re.compile(r"/torch/|/triton/|/tutor/harness/|<frozen|/lib/python3\.\d+/(?!site-packages|dist-packages)")
+# Installed libraries (torchao, gemlite): a site only where no frame of the puzzle's or the learner's own
+# code asked (a puzzle's files are its own wherever the tutor is installed).
+LIBRARY = re.compile(r"/(site|dist)-packages/(?!challenges/)")
 
 
 @dataclass
@@ -81,12 +86,23 @@ def phase_of(frames: list[dict]) -> str | None:
 
 
 def site_of(frames: list[dict]) -> str:
-    """The innermost frame of the workload's own code (or the spec's): where the memory was asked for."""
+    """Where the memory was asked for: the innermost frame of a workload (the learner's, the baseline,
+    the spec), else of the library that asked (torchao dequantising a weight), else torch itself."""
+    library = None
     for frame in frames:
         filename = frame.get("filename", "")
-        if filename and not any(part in filename for part in NOT_A_SITE):
-            return f"{Path(filename).name}:{frame.get('line', '?')} {frame.get('name', '?')}"
+        if not filename or NOT_A_SITE.search(filename):
+            continue
+        if not LIBRARY.search(filename):
+            return _where(frame)
+        library = library or frame
+    if library is not None:
+        return _where(library)
     return "(inside torch)" if frames else "(no stack recorded)"
+
+
+def _where(frame: dict) -> str:
+    return f"{Path(frame['filename']).name}:{frame.get('line', '?')} {frame.get('name', '?')}"
 
 
 def walk(trace: list[dict]) -> Walk:
