@@ -158,3 +158,39 @@ def test_the_torch_build_is_read_from_version_py_and_an_unknown_layout_is_never_
     m = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(9.0,), torch_cuda=build, gpus=(H100,))
     cpu_only = "CPU-only torch" in [b.label for b in readiness(get_puzzle("puzzle2"), m).blockers]
     assert cpu_only == (build is None)
+
+
+def test_without_packaging_or_an_installed_tutor_versions_go_unchecked_and_nothing_breaks(monkeypatch):
+    """A GPU machine runs the tutor from its source tree with wheels on PYTHONPATH: maybe no `packaging`."""
+    import sys
+
+    machine_module.requirement.cache_clear()
+    monkeypatch.setitem(sys.modules, "packaging", None)  # `import packaging...` now raises ImportError
+    monkeypatch.setitem(sys.modules, "packaging.requirements", None)
+    try:
+        assert machine_module.requirement("torchao") is None and machine_module.too_old("torchao") is None
+        monkeypatch.setattr(machine_module, "_has_module", lambda name: True)
+        assert readiness(get_puzzle("puzzle1"), H100_READY).blockers == ()
+        diagnose(list(all_puzzles().values()), H100_READY)  # the doctor still answers
+    finally:
+        machine_module.requirement.cache_clear()
+
+
+def test_a_missing_profiler_stops_only_a_profile_taken_with_it(monkeypatch):
+    """The TUI's preflight: puzzle3 without ncu still grades (its verdict names the missing evidence)."""
+    from tutor.app.runs import preflight, run_kind
+    from tutor.errors import EnvironmentProblem
+
+    def no_ncu():
+        raise EnvironmentProblem("Nsight Compute (ncu) is not installed on this machine.", ncu.INSTALL)
+
+    monkeypatch.setattr(machine_module, "_has_module", lambda name: True)
+    monkeypatch.setattr(ncu, "find_ncu", no_ncu)
+    p3 = get_puzzle("puzzle3")
+    assert "missing profiler" in [b.label for b in readiness(p3, H100_READY).blockers]  # the column says so
+    assert preflight(run_kind("grade", p3), p3, H100_READY) is None
+    assert preflight(run_kind("profile-baseline", p3), p3, H100_READY) is None  # torch's profile
+    stopped = preflight(run_kind("profile-baseline-ncu", p3), p3, H100_READY)
+    assert stopped is not None and "ncu" in stopped.message
+    no_gpu = preflight(run_kind("grade", p3), p3, CPU_ONLY)
+    assert no_gpu is not None and "(no CUDA)" in no_gpu.message

@@ -163,12 +163,15 @@ def _has_module(name: str) -> bool:
 
 @cache
 def requirement(package: str) -> str | None:
-    """The version the tutor asks for (its package metadata, from pyproject.toml), e.g. ">=0.17"."""
-    from packaging.requirements import Requirement
+    """The version the tutor asks for (its package metadata, from pyproject.toml), e.g. ">=0.17".
 
+    None where that cannot be told: a source tree run without installing (a GPU machine's PYTHONPATH),
+    or no `packaging` to read requirements with. Versions are then not checked, and nothing is refused.
+    """
     try:
         wanted = importlib.metadata.requires("infprof-tutor") or []
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from packaging.requirements import Requirement
+    except (importlib.metadata.PackageNotFoundError, ImportError):
         return None
     for line in wanted:
         req = Requirement(line)
@@ -186,12 +189,12 @@ def installed_version(package: str) -> str | None:
 
 def too_old(package: str) -> str | None:
     """"torchao 0.16.0 (needs >=0.17)" when the installed version misses the tutor's requirement, else None."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion
-
     version, wanted = installed_version(package), requirement(package)
     if version is None or wanted is None:
         return None
+    from packaging.specifiers import SpecifierSet  # there: requirement() read it with packaging
+    from packaging.version import InvalidVersion
+
     try:
         ok = SpecifierSet(wanted).contains(version, prereleases=True)
     except InvalidVersion:
@@ -210,6 +213,8 @@ def upgrade_command(package: str) -> str:
 
 # What no install of a package or profiler fixes: the machine itself, or its torch build.
 HARDWARE_BLOCKERS = ("no torch", "no CUDA", "too few GPUs", "GPU too old", "CPU-only torch")
+# What stops any run before it starts (the TUI's preflight): the machine, and a package the workload imports.
+RUN_BLOCKERS = (*HARDWARE_BLOCKERS, "missing package")
 
 
 def require_hardware(puzzle: Puzzle, machine: Machine | None = None) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from tutor.catalog import Puzzle
 from tutor.errors import EnvironmentProblem, TutorError
-from tutor.machine import Machine, readiness
+from tutor.machine import RUN_BLOCKERS, Machine, readiness
 from tutor.profilers.registry import get_profiler, profiler_name
 from tutor.workspace import Workspace
 
@@ -68,10 +68,16 @@ def run_kind(key: str, puzzle: Puzzle) -> RunKind:
 
 
 def preflight(kind: RunKind, puzzle: Puzzle, machine: Machine | None) -> TutorError | None:
-    """Why this machine cannot do this run at all, before a subprocess is spent on it."""
-    ready = readiness(puzzle, machine)
-    if not ready.ok:
-        return EnvironmentProblem(f"{puzzle.id} cannot run on this machine ({ready.label}).", ready.why)
+    """Why this machine cannot do this run at all, before a subprocess is spent on it.
+
+    The machine and the packages the workload imports stop every run; a profiler stops only a profile
+    taken with it (a grade without puzzle3's ncu still runs, and says which evidence it lacks), and a
+    package older than the tutor asks for is the harness's to find out.
+    """
+    blockers = [b for b in readiness(puzzle, machine).blockers if b.label in RUN_BLOCKERS]
+    if blockers:
+        return EnvironmentProblem(f"{puzzle.id} cannot run on this machine ({blockers[0].label}).",
+                                  " ".join(b.why for b in blockers))
     if not kind.profiler:
         return None
     try:
