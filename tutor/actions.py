@@ -75,7 +75,7 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
         # torch.compile's and triton's caches, kept between runs: the comparators' and the learner's.
         "caches": {"ruler": str(ws.compile_cache("ruler")), "candidate": str(ws.compile_cache("candidate"))},
         # What learner code may not open while it runs (the harness refuses, and the grade fails).
-        "protected": {"the reference solution": [str(p.solution_dir) for p in all_puzzles().values()],
+        "protected": {"the reference solution": [str(p.solution_dir) for p in all_puzzles(drafts=True).values()],
                       "the progress database": [str(ws.db_path)],
                       "the comparators' compile cache": [str(ws.compile_cache("ruler"))],
                       "the GPU's measured peaks": [str(PEAKS_DIR)]},

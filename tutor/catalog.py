@@ -5,6 +5,7 @@ Pure data: reading the catalog imports neither torch nor pandas, so `list` stays
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -102,6 +103,8 @@ class Puzzle:
     # Honest solutions in other styles (alternatives/<name>.py) -> the tier each must reach at least.
     alternatives: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     extra: dict = field(default_factory=dict, hash=False, compare=False)
+    # Why learners do not see it yet (its tiers not measured on its machine, say); "" once it ships.
+    draft: str = ""
 
     @property
     def story(self) -> str:
@@ -172,6 +175,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             grader=meta.get("grader", ""),
             alternatives=dict(meta.get("alternatives", {})),
             extra=meta.get("extra", {}),
+            draft=str(meta.get("draft", "")),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise TutorError(f"{meta_path} is missing or has a bad field: {e}", "Fix the puzzle metadata.") from e
@@ -227,9 +231,16 @@ def _scan(root: Path) -> tuple[dict[str, Puzzle], tuple[TutorError, ...]]:
     return {p.id: p for p in sorted(found, key=lambda p: (p.level, p.id))}, tuple(problems)
 
 
-def all_puzzles(root: Path = CHALLENGES_DIR) -> dict[str, Puzzle]:
-    """Every well-formed puzzle, ordered by level then id; one broken folder hides only itself."""
-    return _scan(root)[0]
+def drafts_shown() -> bool:
+    """INFPROF_DRAFTS=1 shows puzzles still being made (for their authors, on the machine that measures them)."""
+    return os.environ.get("INFPROF_DRAFTS") == "1"
+
+
+def all_puzzles(root: Path = CHALLENGES_DIR, drafts: bool | None = None) -> dict[str, Puzzle]:
+    """Every well-formed puzzle, ordered by level then id; one broken folder hides only itself.
+    Drafts only when asked (`drafts`, else INFPROF_DRAFTS=1)."""
+    shown = drafts_shown() if drafts is None else drafts
+    return {pid: p for pid, p in _scan(root)[0].items() if shown or not p.draft}
 
 
 def catalog_problems(root: Path = CHALLENGES_DIR) -> tuple[TutorError, ...]:
@@ -237,8 +248,8 @@ def catalog_problems(root: Path = CHALLENGES_DIR) -> tuple[TutorError, ...]:
     return _scan(root)[1]
 
 
-def get_puzzle(puzzle_id: str) -> Puzzle:
-    puzzles = all_puzzles()
+def get_puzzle(puzzle_id: str, drafts: bool | None = None) -> Puzzle:
+    puzzles = all_puzzles(drafts=drafts)
     if puzzle_id not in puzzles:
         raise TutorError(f"No puzzle named '{puzzle_id}'.", f"Known puzzles: {', '.join(puzzles)}. Try `infprof-tutor list`.")
     return puzzles[puzzle_id]

@@ -217,7 +217,8 @@ def cmd_dev_check(args) -> int:
     from tutor.cli_views import dev_check_view
     from tutor.dev_check import check_puzzle
 
-    puzzles = [get_puzzle(args.puzzle)] if args.puzzle else list(all_puzzles().values())
+    # Drafts too: an author checks a puzzle before learners see it.
+    puzzles = [get_puzzle(args.puzzle, drafts=True)] if args.puzzle else list(all_puzzles(drafts=True).values())
     failed = 0
     for p in puzzles:
         with err_console.status(f"{p.id}: checking…") as status:

@@ -1,0 +1,78 @@
+"""puzzle4 (a draft): its decoding is decided by the spec, never by rounding, and every eager style gives
+the baseline's tokens exactly; drafts stay out of learners' sight until they ship.
+
+The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed and
+compiled ones are the GPU tests' (tests/test_solutions.py grades them on the H100).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+import pytest
+import torch
+
+from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
+from tutor.dev_check import static_checks
+
+PUZZLE = get_puzzle("puzzle4", drafts=True)
+
+
+def module(relative: str):
+    spec = importlib.util.spec_from_file_location(f"p4_{relative.replace('/', '_')}", PUZZLE.folder / relative)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+SPEC = module("spec.py")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_sequence_ends_exactly_when_the_chain_says_and_stays_ended(seed):
+    weights, tokens = SPEC.make_weights(seed, "cpu"), SPEC.make_input(seed * 7, "cpu")
+    out = module("baseline.py").forward(weights, tokens)
+    distances = [int((SPEC.ORDER == t).nonzero()) for t in tokens]
+    assert max(distances) in range(SPEC.STEPS // 4, 3 * SPEC.STEPS // 4)
+    for row, d in zip(out, distances):
+        assert row[d - 1] == SPEC.EOS and (row[d - 1:] == SPEC.EOS).all() and (row[:d - 1] != SPEC.EOS).all()
+
+
+def test_greedy_choices_do_not_hang_on_rounding():
+    """The same steps in float32 choose the same tokens as in bf16: the right token leads by hundreds."""
+    weights, tokens = SPEC.make_weights(5, "cpu"), SPEC.make_input(11, "cpu")
+    wide = {k: v.float() for k, v in weights.items()}
+    step = module("baseline.py").step
+    for _ in range(SPEC.STEPS // 2):
+        logits = (wide["embed"][tokens] + torch.relu(wide["embed"][tokens] @ wide["w1"].T) @ wide["w2"].T) @ wide["out"].T
+        top2 = logits.topk(2).values
+        assert (top2[:, 0] - top2[:, 1] > 200).all()
+        chosen = step(weights, tokens)
+        assert torch.equal(chosen, logits.argmax(-1))
+        tokens = chosen
+
+
+@pytest.mark.parametrize("workload", ["every_step.py", "alternatives/check_every_chunk.py"])
+def test_the_eager_styles_decode_the_baselines_tokens_exactly(workload):
+    weights, baseline = SPEC.make_weights(9, "cpu"), module("baseline.py")
+    other = module(workload)
+    for seed in range(3):
+        tokens = SPEC.make_input(seed, "cpu")
+        assert torch.equal(other.forward(other.prepare(weights, "cpu"), tokens), baseline.forward(weights, tokens))
+
+
+def test_a_draft_is_hidden_from_learners_until_asked_for(tmp_path, monkeypatch):
+    assert "puzzle4" not in all_puzzles() and "puzzle4" in all_puzzles(drafts=True)
+    monkeypatch.setenv("INFPROF_DRAFTS", "1")
+    assert "puzzle4" in all_puzzles()
+    monkeypatch.delenv("INFPROF_DRAFTS")
+    folder = tmp_path / "p"
+    shutil.copytree(get_puzzle("puzzle0").folder, folder)
+    assert load_puzzle(folder).draft == ""
+
+
+def test_a_draft_passes_what_its_folder_shows_and_waits_for_its_recordings():
+    checks = {c.name: c for c in static_checks(PUZZLE)}
+    assert checks["recordings"].status == "skipped" and "draft" in checks["recordings"].detail
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
