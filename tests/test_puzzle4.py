@@ -76,3 +76,11 @@ def test_a_draft_passes_what_its_folder_shows_and_waits_for_its_recordings():
     checks = {c.name: c for c in static_checks(PUZZLE)}
     assert checks["recordings"].status == "skipped" and "draft" in checks["recordings"].detail
     assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
+
+
+def test_the_compiled_chunks_decode_the_baselines_tokens_eagerly_too():
+    """Its module, uncompiled, on the CPU: the same tokens (the compile and its graphs are the GPU's to test)."""
+    alternative, baseline = module("alternatives/compiled_chunks.py"), module("baseline.py")
+    weights, tokens = SPEC.make_weights(13, "cpu"), SPEC.make_input(4, "cpu")
+    eager = alternative.Chunk(weights).eval()
+    assert torch.equal(alternative.forward(eager, tokens), baseline.forward(weights, tokens))
