@@ -57,7 +57,8 @@ class Machine:
     gpu_count: int
     compute_capabilities: tuple[float, ...] = ()  # empty when nvidia-smi could not say
     torch_installed: bool = True
-    torch_cuda: str | None = None  # the CUDA version torch was built for; None for a CPU build
+    # The CUDA version torch was built for; None for a CPU build; UNKNOWN_BUILD where version.py does not say.
+    torch_cuda: str | None = None
     gpus: tuple[Gpu, ...] = ()
 
 
@@ -117,7 +118,8 @@ def parse_gpu_row(row: list[str]) -> Gpu | None:
     if len(row) != 4:
         return None
     name, cap, mem, driver = (field.strip() for field in row)
-    return Gpu(name, _number(cap), None if _number(mem) is None else _number(mem) / 1024, driver)
+    mib = _number(mem)
+    return Gpu(name, _number(cap), None if mib is None else mib / 1024, driver)
 
 
 def _number(text: str) -> float | None:
