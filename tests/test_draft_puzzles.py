@@ -1,8 +1,10 @@
-"""puzzle4 (a draft): its decoding is decided by the spec, never by rounding, and every eager style gives
-the baseline's tokens exactly; drafts stay out of learners' sight until they ship.
+"""The draft puzzles (hidden until measured on the H100), as far as the CPU can check them: puzzle4's
+decoding is decided by its spec, never by rounding, and its eager styles give the baseline's tokens
+exactly; puzzle5's cache written in place decodes what torch.cat's copies decode; drafts stay out of
+learners' sight until they ship.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed and
-compiled ones are the GPU tests' (tests/test_solutions.py grades them on the H100).
+compiled ones are the GPU's to grade (benchmarks/measure_draft.py).
 """
 
 from __future__ import annotations
@@ -17,13 +19,19 @@ from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
 from tutor.dev_check import static_checks
 
 PUZZLE = get_puzzle("puzzle4", drafts=True)
+P5 = get_puzzle("puzzle5", drafts=True)
 
 
-def module(relative: str):
-    spec = importlib.util.spec_from_file_location(f"p4_{relative.replace('/', '_')}", PUZZLE.folder / relative)
+def load(puzzle, relative: str):
+    """A file of a puzzle's folder as a module of its own, as the harness loads workloads (by path)."""
+    spec = importlib.util.spec_from_file_location(f"{puzzle.id}_{relative.replace('/', '_')}", puzzle.folder / relative)
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded
+
+
+def module(relative: str):
+    return load(PUZZLE, relative)
 
 
 SPEC = module("spec.py")
@@ -84,3 +92,21 @@ def test_the_compiled_chunks_decode_the_baselines_tokens_eagerly_too():
     weights, tokens = SPEC.make_weights(13, "cpu"), SPEC.make_input(4, "cpu")
     eager = alternative.Chunk(weights).eval()
     assert torch.equal(alternative.forward(eager, tokens), baseline.forward(weights, tokens))
+
+
+# -- puzzle5 (a draft too): the cache written in place decodes what torch.cat's copies decode ------------
+
+def test_puzzle5_the_cache_written_in_place_decodes_what_the_copies_decode():
+    spec5, baseline, in_place = (load(P5, f) for f in ("spec.py", "baseline.py", "alternatives/in_place.py"))
+    weights, x = spec5.make_weights(3, "cpu"), spec5.make_input(8, "cpu")
+    expected = baseline.forward(weights, x)
+    got = in_place.forward(in_place.prepare(weights, "cpu"), x)
+    rel = (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
+    print(f"in_place vs baseline: relative L2 {rel:.2e}")
+    assert expected.shape == (spec5.BATCH, spec5.STEPS, spec5.HIDDEN) and rel < P5.correctness.max_rel_l2 / 10
+
+
+def test_puzzle5_is_a_draft_whose_folder_checks_pass():
+    checks = {c.name: c for c in static_checks(P5)}
+    assert "puzzle5" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]

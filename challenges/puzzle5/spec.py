@@ -1,0 +1,34 @@
+"""Inputs for puzzle5: 64 sequences decoded for 128 steps after a 512-token prompt, one attention layer.
+
+Each input is the prompt's key/value cache and the last hidden state, as a prefill would hand them
+to the decode loop. fp32 throughout: keeping the cache in place instead of copying it changes no
+arithmetic, so every honest fix gives the baseline's numbers up to the order of its reductions.
+"""
+
+import torch
+
+BATCH, HIDDEN, HEADS, PROMPT, STEPS = 64, 512, 8, 512, 128
+_INPUT_STREAM = 1 << 40
+
+
+def make_weights(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {name: (torch.randn(HIDDEN, HIDDEN, generator=g) * HIDDEN**-0.5).to(device)
+            for name in ("wq", "wk", "wv", "wo")}
+
+
+def make_input(seed: int, device: str) -> dict:
+    """The prompt's cache (keys and values, [BATCH, PROMPT, HIDDEN]) and the hidden state to decode from."""
+    g = torch.Generator(device=device).manual_seed(_INPUT_STREAM + seed)  # on the GPU: 168 MB drawn fast
+    return {"h": torch.randn(BATCH, HIDDEN, generator=g, device=device),
+            "k": torch.randn(BATCH, PROMPT, HIDDEN, generator=g, device=device),
+            "v": torch.randn(BATCH, PROMPT, HIDDEN, generator=g, device=device)}
+
+
+def least_work(l2_bytes: int) -> dict:
+    """The least one forward() must do on any GPU (tutor.grading.floor): every step's attention reads
+    the whole cache so far, keys and values, counted at 2 bytes a value (no format under 16 bits keeps
+    the tolerance), less what L2 can keep from one step to the next."""
+    read = sum(max(0, 2 * BATCH * (PROMPT + t + 1) * HIDDEN * 2 - l2_bytes) for t in range(STEPS))
+    return {"hbm_bytes": read, "what": f"{STEPS} steps of attention reading the cache so far at 16 bits a "
+                                      f"value, {PROMPT} to {PROMPT + STEPS} tokens of {BATCH} sequences"}
