@@ -10,7 +10,6 @@ compiled ones are the GPU's to grade (benchmarks/measure_draft.py).
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 
 import pytest
@@ -18,17 +17,15 @@ import torch
 
 from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
 from tutor.dev_check import static_checks
+from tutor.harness.loading import load_module
 
 PUZZLE = get_puzzle("puzzle4", drafts=True)
 P5 = get_puzzle("puzzle5", drafts=True)
 
 
 def load(puzzle, relative: str):
-    """A file of a puzzle's folder as a module of its own, as the harness loads workloads (by path)."""
-    spec = importlib.util.spec_from_file_location(f"{puzzle.id}_{relative.replace('/', '_')}", puzzle.folder / relative)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
+    """A file of a puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
+    return load_module(puzzle.folder / relative, f"{puzzle.id}_{relative.replace('/', '_')}", ())
 
 
 def module(relative: str):

@@ -74,8 +74,7 @@ def cmd_show(args) -> int:
 def cmd_profile(args) -> int:
     from tutor import actions
     from tutor.catalog import get_puzzle
-    from tutor.profilers.registry import opener_for
-    from tutor.cli_views import metrics_view
+    from tutor.cli_views import how_to_open, metrics_view
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
@@ -84,17 +83,14 @@ def cmd_profile(args) -> int:
         raise TutorError(f"{p.id} is profiled with {', '.join(p.profilers)}, not {args.profiler}.")
     outcome = actions.profile(ws, p, args.which, _progress_printer(), profiler=args.profiler)
     console.print(metrics_view(outcome.metrics))
-    opener = opener_for(args.profiler)
-    console.print(f"{opener.noun.capitalize()}: {outcome.trace_path}\nOpen it in {opener.viewer} {opener.shell}: "
-                  f"{opener.command(outcome.trace_path)}\n(or {opener.gui})", highlight=False)
+    console.print(how_to_open(args.profiler, outcome.trace_path), highlight=False)
     return 0
 
 
 def cmd_study(args) -> int:
     """Without the GPU: the baseline as profiled on the H100, and a grade of your diagnosis against it."""
     from tutor.catalog import get_puzzle
-    from tutor.cli_views import diagnosis_view, metrics_view
-    from tutor.profilers.registry import opener_for
+    from tutor.cli_views import diagnosis_view, how_to_open, metrics_view
     from tutor.study import RECORDED_ON, grade_diagnosis, study
     from tutor.workspace import require_workspace
 
@@ -109,9 +105,7 @@ def cmd_study(args) -> int:
                   style="bold", highlight=False)
     console.print(metrics_view(outcome.metrics))
     if args.profiler == "torch":
-        opener = opener_for("torch")
-        console.print(f"{opener.noun.capitalize()}: {outcome.trace_path}\nOpen it in {opener.viewer} {opener.shell}: "
-                      f"{opener.command(outcome.trace_path)}\n(or {opener.gui})", highlight=False)
+        console.print(how_to_open("torch", outcome.trace_path), highlight=False)
     else:
         console.print(f"Nsight Compute's raw page, as CSV: {outcome.trace_path}", highlight=False)
     console.print(f"Name the bottleneck in answer.toml with numbers from above, then: infprof-tutor study {p.id} --check",

@@ -18,6 +18,7 @@ from tutor.formatting import KERNEL_COLUMNS, kernel_cell, kernel_columns, metric
 from tutor.grading.answer import AnswerError
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics, describe
+from tutor.profilers.registry import opener_for
 from tutor.progress import PuzzleStatus
 from tutor.records import compare_rows
 
@@ -79,6 +80,13 @@ def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
             kernels.add_row(*(kernel_cell(k.get(key), KERNEL_COLUMNS[key]) for key in keys))
         parts.append(kernels)
     return Group(*parts)
+
+
+def how_to_open(profiler_id: str, path) -> str:
+    """Where a profile's file is, and the one line that opens it in its profiler's viewer."""
+    opener = opener_for(profiler_id)
+    return (f"{opener.noun.capitalize()}: {path}\nOpen it in {opener.viewer} {opener.shell}: {opener.command(path)}\n"
+            f"(or {opener.gui})")
 
 
 def verdict_view(v: Verdict, brief: tuple[str, ...] = ()) -> Group:
@@ -163,35 +171,36 @@ def review_view(review: Review, side_by_side: bool = False) -> Group:
     return Group(*parts)
 
 
-CHECK_MARK = {"ok": ("✓", "green"), "failed": ("✗", "bold red"), "skipped": ("○", "dim")}
+# A mark and its style per state: dev check's checks, doctor's findings.
+MARKS = {"ok": ("✓", "green"), "failed": ("✗", "bold red"), "problem": ("✗", "bold red"), "skipped": ("○", "dim"),
+         "note": ("•", "yellow")}
 
 
-def dev_check_view(puzzle_id: str, checks: list) -> Table:
-    table = Table(title=puzzle_id, title_justify="left", show_header=False, box=None, padding=(0, 1))
-    for c in checks:
-        mark, style = CHECK_MARK[c.status]
-        table.add_row(Text(mark, style=style), Text(c.name, style=style if c.status != "ok" else ""), c.detail)
+def marked_table(title: str, rows: list[tuple[str, Text, Text | str]]) -> Table:
+    """(state, name, detail) rows behind their state's mark: no header, no box."""
+    table = Table(title=title, title_justify="left", show_header=False, box=None, padding=(0, 1))
+    for state, name, detail in rows:
+        mark, style = MARKS[state]
+        table.add_row(Text(mark, style=style), name, detail)
     return table
 
 
-FINDING_MARK = {"ok": ("✓", "green"), "problem": ("✗", "bold red"), "note": ("•", "yellow")}
+def dev_check_view(puzzle_id: str, checks: list) -> Table:
+    return marked_table(puzzle_id, [(c.status, Text(c.name, style=MARKS[c.status][1] if c.status != "ok" else ""),
+                                     c.detail) for c in checks])
 
 
 def doctor_view(report: Report) -> Group:
     from tutor.doctor import puzzle_state
 
-    def table(title: str, findings) -> Table:
-        t = Table(title=title, title_justify="left", show_header=False, box=None, padding=(0, 1))
-        for f in findings:
-            mark, style = FINDING_MARK[f.state]
-            # Text, not markup: details hold brackets ('.[gpu]') that markup would eat.
-            detail = Text(f.detail)
-            if f.fix:
-                detail.append(f"\n{f.fix}", style="dim" if f.state == "ok" else style.replace("bold ", ""))
-            t.add_row(Text(mark, style=style), Text(f.area, style="bold"), detail)
-        return t
+    def row(f) -> tuple[str, Text, Text]:
+        # Text, not markup: details hold brackets ('.[gpu]') that markup would eat.
+        detail = Text(f.detail)
+        if f.fix:
+            detail.append(f"\n{f.fix}", style="dim" if f.state == "ok" else MARKS[f.state][1].replace("bold ", ""))
+        return f.state, Text(f.area, style="bold"), detail
 
     verdict = (Text("Every puzzle this machine can run is ready.", style="green") if report.ok else
                Text("Something above stops a puzzle this machine could run: its fix is under it.", style="bold red"))
-    return Group(table("This machine", report.findings), Text(""),
-                 table("Puzzles", [puzzle_state(c) for c in report.puzzles]), Text(""), verdict)
+    return Group(marked_table("This machine", [row(f) for f in report.findings]), Text(""),
+                 marked_table("Puzzles", [row(puzzle_state(c)) for c in report.puzzles]), Text(""), verdict)

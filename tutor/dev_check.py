@@ -75,12 +75,10 @@ def static_checks(puzzle: Puzzle) -> Iterator[Check]:
 
 def least_work(puzzle: Puzzle, l2_bytes: int = 50 * 2**20) -> dict:
     """The spec's least work of one forward() (tutor.grading.floor), for a GPU with this much L2 (an H100's)."""
-    import importlib.util
+    from tutor.harness.loading import load_module
 
-    spec = importlib.util.spec_from_file_location(f"{puzzle.id}_spec", puzzle.folder / "spec.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # it imports torch: only here, never at the faces' start-up
-    return module.least_work(l2_bytes)
+    # Loaded as the harness loads it; it imports torch: only here, never at the faces' start-up.
+    return load_module(puzzle.folder / "spec.py", f"{puzzle.id}_spec", ()).least_work(l2_bytes)
 
 
 def _floor(puzzle: Puzzle) -> Check:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import importlib.metadata
 import importlib.util
-import json
 import re
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ import platformdirs
 
 from tutor.catalog import Puzzle
 from tutor.profilers.registry import PROFILERS
-from tutor.protocol import peaks_file
+from tutor.protocol import read_peaks
 
 NVIDIA_PROC = Path("/proc/driver/nvidia")
 # Each GPU's best measured HBM bandwidth and matmul rate (tutor.harness.peaks writes it in grades).
@@ -131,10 +130,7 @@ def _number(text: str) -> float | None:
 
 def measured_peaks(gpu_name: str) -> dict | None:
     """What grades on this GPU measured at best (tutor.harness.peaks), or None before the first."""
-    try:
-        return json.loads(peaks_file(PEAKS_DIR, gpu_name).read_text())
-    except (OSError, ValueError):
-        return None
+    return read_peaks(PEAKS_DIR, gpu_name)
 
 
 # torch/version.py's line for the CUDA version it was built for: `cuda: Optional[str] = '13.0'`, or `= None`.

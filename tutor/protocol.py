@@ -71,3 +71,11 @@ def decode(line: bytes | str) -> dict:
 def peaks_file(folder: str | Path, gpu_name: str) -> Path:
     """Where a GPU's best measured rates are kept (tutor.harness.peaks writes, doctor reads)."""
     return Path(folder) / f"{re.sub(r'[^A-Za-z0-9.-]+', '_', gpu_name)}.json"
+
+
+def read_peaks(folder: str | Path, gpu_name: str) -> dict | None:
+    """A GPU's best measured rates, or None before its first grade (or where the file is unreadable)."""
+    try:
+        return json.loads(peaks_file(folder, gpu_name).read_text())
+    except (OSError, ValueError):
+        return None

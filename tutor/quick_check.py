@@ -16,9 +16,9 @@ from tutor.catalog import Puzzle
 from tutor.grading.answer import AnswerError, answer_problem
 from tutor.grading.fair_play import check_fair_play
 from tutor.grading.floor import check_floor
-from tutor.machine import require_hardware
 from tutor.grading.performance import check_correctness, speedups_vs
 from tutor.grading.verdict import Criterion
+from tutor.machine import require_hardware
 from tutor.runner import run_harness
 from tutor.stats import Estimate
 from tutor.workspace import Workspace

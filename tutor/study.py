@@ -36,10 +36,11 @@ def recorded_profilers(puzzle: Puzzle) -> list[str]:
 
 def read_recording(puzzle: Puzzle, profiler: str) -> tuple[ProfileMetrics, Path]:
     """The recorded metrics and the file a viewer opens (the torch trace, the ncu CSV)."""
-    if profiler not in recorded_profilers(puzzle):
-        shipped = ", ".join(recorded_profilers(puzzle)) or "none"
-        raise TutorError(f"{puzzle.id} ships no {profiler} recording of its baseline (recorded: {shipped}).",
-                         f"Study it with --profiler {recorded_profilers(puzzle)[0]}." if recorded_profilers(puzzle)
+    shipped = recorded_profilers(puzzle)
+    if profiler not in shipped:
+        raise TutorError(f"{puzzle.id} ships no {profiler} recording of its baseline (recorded: "
+                         f"{', '.join(shipped) or 'none'}).",
+                         f"Study it with --profiler {shipped[0]}." if shipped
                          else "This puzzle has no recordings: it runs on this machine, profile it yourself.")
     folder = puzzle.recordings_dir
     if profiler == "ncu":

@@ -29,7 +29,9 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     Guard(request.get("protected", {}))
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
     module = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
-    recording = request["mode"] == "allocations" and device.cuda
+    recording = request["mode"] == "allocations"
+    if recording and not device.cuda:
+        raise HarnessFailure("no_gpu", "the memory profiler reads the CUDA allocator: it needs a CUDA GPU")
     if recording:  # from before the weights exist: every byte the workload makes is in the history
         from tutor.harness import memory_history
         memory_history.start()
@@ -53,8 +55,6 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     elif request["mode"] == "memory":
         result.update(serve_for_memory(request, spec, forward, device, sink, captures))
     elif request["mode"] == "allocations":
-        if not recording:
-            raise HarnessFailure("no_gpu", "the memory profiler reads the CUDA allocator: it needs a CUDA GPU")
         result.update(allocations(request, spec, forward, device, sink))
     elif request["mode"] in ("kernels", "timeline"):
         result.update(kernels(request, spec, forward, device, sink))

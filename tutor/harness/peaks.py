@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from tutor.protocol import peaks_file
+from tutor.protocol import peaks_file, read_peaks
 
 READ_BYTES = 1 << 30  # far beyond any L2: every byte comes from HBM
 MATMUL_N = 8192  # 1.1 TFLOP a call: long enough to reach the tensor cores' steady rate
@@ -65,10 +65,7 @@ def best_known(folder: str | Path | None, gpu_name: str, measured: dict) -> dict
     if folder is None:
         return {**measured, "runs": 1}
     path = peaks_file(folder, gpu_name)
-    try:
-        known = json.loads(path.read_text())
-    except (OSError, ValueError):
-        known = {}
+    known = read_peaks(folder, gpu_name) or {}
     best = {key: max(value, float(known.get(key, 0.0))) for key, value in measured.items()}
     best["runs"] = int(known.get("runs", 0)) + 1
     try:
