@@ -548,3 +548,25 @@ def test_a_workload_that_closes_the_harness_pipe_is_named_not_waited_for(make_re
         run_harness(request, tmp_path / "run", 120)
     assert info.value.kind == "crashed" and "stopped answering the harness" in info.value.message
     assert time.monotonic() - started < 60  # told at once, not at the time limit
+
+
+def test_the_gpus_measured_peaks_are_out_of_reach(workspace):
+    """A learner who raised the GPU's recorded best rates would lower the physical floor (tutor.grading.floor)."""
+    from tutor.machine import PEAKS_DIR
+
+    verdict = grade_as_mine(workspace, SOLVE + f"""
+from pathlib import Path
+
+def prepare(weights, device):
+    try:  # the open is refused whether or not the folder exists yet
+        (Path({str(PEAKS_DIR)!r}) / "NVIDIA_H100_80GB_HBM3.json").write_text('{{"hbm_read_gbps": 1e9}}')
+    except Exception:
+        pass
+    return weights
+
+def forward(state, x):
+    return solve(state, x)
+""")
+    assert "tried to open the GPU's measured peaks" in rejected(verdict, "fair play")
+    assert not (PEAKS_DIR / "NVIDIA_H100_80GB_HBM3.json").exists() or "1e9" not in (
+        PEAKS_DIR / "NVIDIA_H100_80GB_HBM3.json").read_text()
