@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One device call for what has not yet run on the H100 (the 2026-11-25 sessions had no GPU time):
 # the physical floor's probe, the memory profiler and its fixtures, the warm harness's GPU test and
-# its latency, and dev check. Two calls (each step has a time limit, so each part fits in 10 minutes);
+# its latency, and dev check. Four calls (each step has a time limit, so each part fits in 10 minutes);
 # everything lands in $OUT (copy $OUT/memory/ to tests/fixtures/memory/).
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
-#   bash benchmarks/device_unverified.sh 1     then     bash benchmarks/device_unverified.sh 2
+#   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone)
 set -uo pipefail
 OUT=${OUT:-/tmp/infprof-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -16,12 +16,18 @@ step() {  # step NAME SECONDS COMMAND...: run it, log it, say how it ended
   echo "== $name: exit $? in $((SECONDS - start)) s"; tail -n 12 "$OUT/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+python3 -m tutor.cli warm --idle-min 20 > /tmp/warm.log 2>&1  # every grade below forks from it
 case ${1:-1} in
   1) step doctor 60 python3 -m tutor.cli doctor
      step gpu_tests 240 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_floor.py \
        tests/test_memory_profiler.py tests/test_warm.py
      step memory_fixtures 240 python3 tests/fixtures/record_memory_snapshots.py "$OUT" ;;
-  2) step dev_check 360 python3 -m tutor.cli dev check
-     step latency 200 python3 benchmarks/grade_latency.py puzzle1 --warm --runs 3 --json "$OUT/latency_puzzle1.json" ;;
+  2) step memory_fixtures 150 python3 tests/fixtures/record_memory_snapshots.py "$OUT" puzzle2
+     step dev_check_puzzle1 150 python3 -m tutor.cli dev check puzzle1
+     step dev_check_puzzle3 150 python3 -m tutor.cli dev check puzzle3
+     step latency 120 python3 benchmarks/grade_latency.py puzzle1 --warm --runs 3 --json "$OUT/latency_puzzle1.json" ;;
+  3) step dev_check_puzzle3 540 python3 -m tutor.cli dev check puzzle3 ;;
+  4) step dev_check_puzzle2 300 python3 -m tutor.cli dev check puzzle2
+     step latency 250 python3 benchmarks/grade_latency.py puzzle3 puzzle2 --warm --runs 2 --json "$OUT/latency.json" ;;
 esac
 ls -la "$OUT" "$OUT/memory" 2>/dev/null

@@ -1,30 +1,49 @@
 """Measure a draft puzzle on its GPU before it ships: the baseline graded twice (its profile becomes the
 recording), the reference and every alternative puzzle.toml names ten times each.
 
-    INFPROF_DRAFTS=1 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/measure_draft.py PUZZLE $OUT
+    INFPROF_DRAFTS=1 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/measure_draft.py PUZZLE $OUT [GRADES]
+
+GRADES (default 10) is how many times the reference and each alternative are graded. The baseline's
+torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline_trace.json.gz.
 
 Each run of benchmarks/grade_stability.py prints the speed-ups per tier comparator and writes its JSON
 to $OUT. Then: set the tiers between the classes they show, every honest style clear of its bar;
-copy the baseline's metrics.json and trace.json.gz into the puzzle's recordings/; write the numbers
+copy those two files into the puzzle's recordings/; write the numbers
 in its MEASUREMENTS.md; remove `draft` from its puzzle.toml.
 """
 
+import gzip
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(puzzle_id: str, out: Path) -> None:
+def record_baseline(puzzle, out: Path) -> None:
+    """The baseline's torch profile, as study mode ships it in recordings/."""
+    from tutor import actions
+    from tutor.workspace import init_workspace
+
+    outcome = actions.profile(init_workspace(Path(tempfile.mkdtemp()) / "ws"), puzzle, "baseline")
+    shutil.copy2(outcome.run_dir / "metrics.json", out / "h100_baseline_metrics.json")
+    opener = gzip.open if outcome.trace_path.suffix == ".gz" else open
+    with opener(outcome.trace_path, "rb") as src, gzip.open(out / "h100_baseline_trace.json.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+
+
+def main(puzzle_id: str, out: Path, grades: int) -> None:
     os.environ["INFPROF_DRAFTS"] = "1"
     sys.path.insert(0, str(ROOT))
     from tutor.catalog import get_puzzle
 
     puzzle = get_puzzle(puzzle_id, drafts=True)
     out.mkdir(parents=True, exist_ok=True)
-    runs = [("baseline", 2), ("reference", 10), *((f"alternatives/{name}", 10) for name in puzzle.alternatives)]
+    record_baseline(puzzle, out)
+    runs = [("baseline", 2), ("reference", grades), *((f"alternatives/{name}", grades) for name in puzzle.alternatives)]
     for which, count in runs:
         name = which.replace("/", "_")
         subprocess.run([sys.executable, "benchmarks/grade_stability.py", puzzle_id, "--runs", str(count), "--which",
@@ -32,4 +51,4 @@ def main(puzzle_id: str, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    main(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 10)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tutor.harness import processes
-from tutor.runner import run_harness
+from tutor.runner import RunFailed, run_harness
 
 WATCHFUL_BASELINE = """
 import os, torch, torch._dynamo
@@ -142,7 +142,6 @@ def test_nothing_learner_code_started_outlives_the_grade(make_request, tmp_path)
 
 
 def test_a_run_stopped_at_its_time_limit_ends_what_learner_code_started(make_request, tmp_path):
-    from tutor.runner import RunFailed
 
     ticks = tmp_path / "ticks.txt"
     source = BUSY_ELSEWHERE.format(ticker=TICKER.format(ticks=str(ticks)), how="daemon", ticks=str(ticks))
@@ -283,3 +282,45 @@ def test_freeze_returns_only_once_every_thread_of_the_learner_is_stopped():
     finally:
         busy.kill()
         busy.wait()
+
+
+
+def writes_into(folder: str) -> str:
+    """A workload whose prepare() writes a kernel into `folder`, as torch.compile's first compile does."""
+    return f"""
+import os
+from pathlib import Path
+
+def prepare(weights, device):
+    target = Path({folder}) / "inductor" / "kernel.py"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("fast = True")
+    return weights
+
+def forward(state, x):
+    return x * state["w"]
+"""
+
+
+def profile_alone(make_request, tmp_path, which: str, source: str) -> tuple[dict, Path]:
+    request = make_request(mode="profile", **{which: source})
+    ruler = tmp_path / "compile" / "ruler"
+    request.update(prepare=[which], candidate="mine", profile={"workload": which, "iterations": 1, "trace_path": str(tmp_path / "trace.json")},
+                   caches={"ruler": str(ruler), "candidate": str(tmp_path / "compile" / "candidate")},
+                   protected={"the comparators' compile cache": [str(ruler)]})
+    return request, ruler
+
+
+def test_the_baseline_profiled_alone_compiles_into_the_comparators_cache(make_request, tmp_path):
+    """The puzzle's own baseline alone is the ruler's side, as in a grade (puzzle2's, compiled, was refused on the H100)."""
+    request, ruler = profile_alone(make_request, tmp_path, "baseline",
+                                   writes_into('os.environ["TORCHINDUCTOR_CACHE_DIR"] + "/.."'))
+    run_harness(request, tmp_path / "run", 120)
+    assert (ruler / "inductor" / "kernel.py").read_text() == "fast = True"
+
+
+def test_learner_code_profiled_alone_cannot_write_the_comparators_cache(make_request, tmp_path):
+    request, ruler = profile_alone(make_request, tmp_path, "mine", writes_into(repr(str(tmp_path / "compile" / "ruler"))))
+    with pytest.raises(RunFailed, match="comparators' compile cache"):
+        run_harness(request, tmp_path / "run", 120)
+    assert not (ruler / "inductor" / "kernel.py").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -216,7 +217,11 @@ def cmd_dev_check(args) -> int:
     failed = 0
     for p in puzzles:
         with err_console.status(f"{p.id}: checking…") as status:
-            checks = check_puzzle(p, run=not args.static, on_stage=lambda what: status.update(f"{p.id}: {what}…"))
+            def on_stage(what: str, pid: str = p.id) -> None:
+                status.update(f"{pid}: {what}…")
+                if not err_console.is_terminal:  # a log (CI, a GPU machine) shows how far a long check got
+                    err_console.print(f"{time.strftime('%H:%M:%S')} {pid}: {what}…", highlight=False)
+            checks = check_puzzle(p, run=not args.static, on_stage=on_stage)
         console.print(dev_check_view(p.id, checks))
         failed += sum(c.status == "failed" for c in checks)
     console.print(f"{failed} check(s) failed." if failed else "Every check passed or was skipped for a reason shown.")

@@ -21,12 +21,16 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     from tutor.harness.worker import SPEC_API, WORKLOAD_API, setup
 
     [name] = request["prepare"]
-    device = setup(request, timing=False, role="candidate" if name == request.get("candidate") else "ruler")
+    role = "candidate" if name == request.get("candidate") else "ruler"
+    device = setup(request, timing=False, role=role)
     # Before any workload loads, so every capture is counted, torch.compile's included.
     captures = CaptureCounter() if device.cuda else None
     compiled = CompileWatch()
     # Before learner code: from here on it cannot open the reference solution or the progress db.
-    Guard(request.get("protected", {}))
+    # A puzzle's own workload profiled alone is the ruler's side, as in a grade: no guard, and
+    # torch.compile writes its kernels into the comparators' cache that the guard would refuse.
+    if role == "candidate":
+        Guard(request.get("protected", {}))
     spec = load_module(Path(request["spec"]), "spec", SPEC_API)
     module = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
     recording = request["mode"] == "allocations"
