@@ -69,3 +69,13 @@ def test_every_clock_a_tier_may_name_has_words_in_the_brief():
     from tutor.brief import CLOCK_WORDS
     from tutor.catalog import CLOCKS
     assert set(CLOCK_WORDS) == set(CLOCKS)
+
+
+def test_the_readmes_puzzle_table_lists_every_shipped_puzzle_in_catalog_order():
+    """A puzzle that ships (not a draft) is in README's table, at its level, in `list`'s order."""
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("\n## Puzzles\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| puzzle")]
+    assert [(pid.strip(), int(level)) for pid, level in rows] == [(p.id, p.level) for p in all_puzzles().values()]

@@ -26,6 +26,9 @@ TIERS = ["", "bronze", "silver", "gold"]
 # rule held. benchmarks/device_grading.sh recorded them; MEASUREMENTS.md in each puzzle has the runs.
 H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_2026-11-25.json").read_text())
 # puzzle0 on the 2-core machine: 10 grades of the reference idle, then 10 of each solution beside a test suite.
+# puzzle4's, graded on the H100 as it was measured (MEASUREMENTS.md): fewer grades than issue 13's ten, and
+# its GPU clock taken from an idle GPU, as it must be for a forward() that waits for the GPU.
+PUZZLE4_GRADES = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_puzzle4_2026-11-25.json").read_text())
 CPU_GRADES = json.loads((Path(__file__).parent / "fixtures" / "cpu_puzzle0_grades_2026-11-25.json").read_text())
 
 
@@ -147,9 +150,24 @@ def test_every_honest_solution_reads_one_tier_in_ten_grades_or_more():
             tiers.setdefault((g["puzzle"], g["which"]), []).append(reached(g))
     solutions = {(p.id, w) for p in all_puzzles().values() if p.hardware.device == "cuda"
                  for w in ["reference", *(f"alternatives/{name}" for name in p.alternatives)]}
-    assert set(tiers) == solutions
+    assert set(tiers) == {s for s in solutions if s[0] != "puzzle4"}
+    assert {(g["puzzle"], g["which"]) for g in PUZZLE4_GRADES} == {s for s in solutions if s[0] == "puzzle4"}
     spread = {s: sorted(set(t)) for s, t in tiers.items() if len(set(t)) > 1 or len(t) < 10}
     assert not spread, {s: (tiers[s], len(tiers[s])) for s in spread}
+
+
+def test_puzzle4s_solutions_each_read_their_tier_in_every_grade_on_record():
+    """Issue 14's bar (the reference gold 5 of 5; each alternative at its tier), short of issue 13's ten
+    grades: the reference 8, each alternative 4. check_every_chunk's grades are the ones at puzzle.toml's
+    200 rounds; at 40 its lower bound fell to 1.01x once (MEASUREMENTS.md), why the rounds went up."""
+    tiers: dict[str, list[str]] = {}
+    for g in PUZZLE4_GRADES:
+        tiers.setdefault(g["which"], []).append(reached(g))
+    assert {w: sorted(set(t)) for w, t in tiers.items()} == {w: [expected_tier(PUZZLE4_GRADES[0] | {"which": w})]
+                                                           for w in tiers}, tiers
+    assert len(tiers["reference"]) >= 5 and min(len(t) for t in tiers.values()) >= 4
+    assert {g["rounds"] for g in PUZZLE4_GRADES if g["which"] == "alternatives/check_every_chunk"} == \
+        {get_puzzle("puzzle4").timing.rounds}
 
 
 def test_puzzle0s_solutions_read_one_tier_idle_or_loaded():

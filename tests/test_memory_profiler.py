@@ -176,6 +176,23 @@ def test_puzzle2s_h100_recordings_show_the_baselines_larger_graph_pools():
     assert baseline.values["allocator.warmup.peak_allocated_mb"] > reference.values["allocator.warmup.peak_allocated_mb"]
 
 
+def test_the_opener_line_turns_an_h100_snapshot_into_pytorchs_memory_viewer_page(tmp_path):
+    """The one line the Memory view prints, run for real on CPU: torch's own tool reads the snapshot."""
+    import gzip
+    import shlex
+    import subprocess
+    import sys
+
+    snapshot = tmp_path / "memory.pickle"
+    snapshot.write_bytes(gzip.decompress((H100_SNAPSHOTS / "puzzle1_baseline.pickle.gz").read_bytes()))
+    line = PROFILERS["memory"].opener.command(snapshot)
+    argv = [sys.executable if word == "python" else word for word in shlex.split(line)]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "memory.html").read_text()
+    assert page.lstrip().startswith("<!DOCTYPE html>") and "Active Memory Timeline" in page
+
+
 @pytest.mark.gpu
 def test_the_harness_records_a_real_history_with_its_phases_and_sites(tmp_path):
     import torch

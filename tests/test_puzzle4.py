@@ -1,0 +1,79 @@
+"""puzzle4, The check that stalls every step, as far as the CPU can check it: decoding is decided by
+its spec, never by rounding; the eager and (uncompiled) compiled styles give the baseline's tokens
+exactly; its folder, its H100 recording and the reference diagnosis against it pass dev check (study
+mode's tests run over every GPU puzzle, this one too). The tiers were set on the H100 (MEASUREMENTS.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tutor.catalog import all_puzzles, get_puzzle
+from tutor.dev_check import static_checks
+from tutor.harness.loading import load_module
+
+PUZZLE = get_puzzle("puzzle4")
+
+
+def module(relative: str):
+    """A file of the puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
+    return load_module(PUZZLE.folder / relative, f"puzzle4_{relative.replace('/', '_')}", ())
+
+
+SPEC = module("spec.py")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_sequence_ends_exactly_when_the_chain_says_and_stays_ended(seed):
+    weights, tokens = SPEC.make_weights(seed, "cpu"), SPEC.make_input(seed * 7, "cpu")
+    out = module("baseline.py").forward(weights, tokens)
+    distances = [int((SPEC.ORDER == t).nonzero()) for t in tokens]
+    assert max(distances) in range(SPEC.STEPS // 4, 3 * SPEC.STEPS // 4)
+    for row, d in zip(out, distances):
+        assert row[d - 1] == SPEC.EOS and (row[d - 1:] == SPEC.EOS).all() and (row[:d - 1] != SPEC.EOS).all()
+
+
+def test_greedy_choices_do_not_hang_on_rounding():
+    """The same steps in float32 choose the same tokens as in bf16: the right token leads by hundreds."""
+    weights, tokens = SPEC.make_weights(5, "cpu"), SPEC.make_input(11, "cpu")
+    wide = {k: v.float() for k, v in weights.items()}
+    step = module("baseline.py").step
+    for _ in range(SPEC.STEPS // 2):
+        logits = (wide["embed"][tokens] + torch.relu(wide["embed"][tokens] @ wide["w1"].T) @ wide["w2"].T) @ wide["out"].T
+        top2 = logits.topk(2).values
+        assert (top2[:, 0] - top2[:, 1] > 200).all()
+        chosen = step(weights, tokens)
+        assert torch.equal(chosen, logits.argmax(-1))
+        tokens = chosen
+
+
+def test_the_eager_alternative_decodes_the_baselines_tokens_exactly():
+    weights, baseline = SPEC.make_weights(9, "cpu"), module("baseline.py")
+    other = module("alternatives/check_every_chunk.py")
+    for seed in range(3):
+        tokens = SPEC.make_input(seed, "cpu")
+        assert torch.equal(other.forward(other.prepare(weights, "cpu"), tokens), baseline.forward(weights, tokens))
+
+
+def test_the_compiled_chunks_decode_the_baselines_tokens_eagerly_too():
+    """Its module, uncompiled, on the CPU: the same tokens (the compile and its graphs are the GPU's to test)."""
+    alternative, baseline = module("alternatives/compiled_chunks.py"), module("baseline.py")
+    weights, tokens = SPEC.make_weights(13, "cpu"), SPEC.make_input(4, "cpu")
+    eager = alternative.Chunk(weights).eval()
+    assert torch.equal(alternative.forward(eager, tokens), baseline.forward(weights, tokens))
+
+
+def test_it_ships_with_its_recording_and_every_folder_check_passes():
+    assert "puzzle4" in all_puzzles() and not PUZZLE.draft
+    checks = {c.name: c for c in static_checks(PUZZLE)}
+    assert checks["recordings"].status == "ok" and "h100_baseline_metrics.json" in checks["recordings"].detail
+    assert all(c.status == "ok" for c in checks.values()), [c for c in checks.values() if c.status != "ok"]
+
+
+def test_its_recording_shows_the_syncs_and_the_idle_gpu_the_story_names():
+    from tutor.metrics import ProfileMetrics
+
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    assert recorded.values["sync.calls_per_iter"] >= SPEC.STEPS // 4  # one a step, at least the fewest steps
+    assert recorded.values["gpu.busy_fraction"] < 0.5
