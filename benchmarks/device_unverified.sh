@@ -4,7 +4,8 @@
 # its latency, and dev check. Four calls (each step has a time limit, so each part fits in 10 minutes);
 # everything lands in $OUT (copy $OUT/memory/ to tests/fixtures/memory/).
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
-#   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone)
+#   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone); 1-4 ran
+#   on 2026-11-25. Parts 5-8 are the drafts' (puzzle7, puzzle5, puzzle6, puzzle8), not yet run.
 set -uo pipefail
 OUT=${OUT:-/tmp/infprof-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -29,5 +30,13 @@ case ${1:-1} in
   3) step dev_check_puzzle3 540 python3 -m tutor.cli dev check puzzle3 ;;
   4) step dev_check_puzzle2 300 python3 -m tutor.cli dev check puzzle2
      step latency 250 python3 benchmarks/grade_latency.py puzzle3 puzzle2 --warm --runs 2 --json "$OUT/latency.json" ;;
+  # The drafts: their GPU tests (puzzle7's pinned styles against the baseline, the host-link probe),
+  # then each measured (5 grades a solution; then set its tiers as puzzle4's MEASUREMENTS.md did).
+  5) step draft_gpu_tests 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_draft_puzzles.py \
+       tests/test_floor.py
+     step measure 420 python3 benchmarks/measure_draft.py puzzle7 "$OUT" 5 ;;
+  6) step measure 540 python3 benchmarks/measure_draft.py puzzle5 "$OUT" 5 ;;
+  7) step measure 540 python3 benchmarks/measure_draft.py puzzle6 "$OUT" 5 ;;
+  8) step measure 540 python3 benchmarks/measure_draft.py puzzle8 "$OUT" 5 ;;
 esac
 ls -la "$OUT" "$OUT/memory" 2>/dev/null

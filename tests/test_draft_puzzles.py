@@ -1,10 +1,11 @@
 """The draft puzzles (hidden until measured on the H100), as far as the CPU can check them: puzzle5's
 cache written in place decodes what torch.cat's copies decode; puzzle6's experts run all at once
-give the loop's output, and its routes never pass the capacity its fix relies on; drafts stay out of
-learners' sight until they ship.
+give the loop's output, and its routes never pass the capacity its fix relies on; puzzle7's batches
+arrive fresh in pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle8's stop
+words are whole tokens and every sequence meets one; drafts stay out of learners' sight until they ship.
 
-The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed and
-compiled ones are the GPU's to grade (benchmarks/measure_draft.py).
+The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled
+and pinned ones are the GPU's to test (the `gpu` tests here) and grade (benchmarks/measure_draft.py).
 """
 
 from __future__ import annotations
@@ -38,14 +39,20 @@ def test_a_draft_is_hidden_from_learners_until_asked_for(tmp_path, monkeypatch):
 
 # -- puzzle5: the cache written in place decodes what torch.cat's copies decode ------------
 
-def test_puzzle5_the_cache_written_in_place_decodes_what_the_copies_decode():
-    spec5, baseline, in_place = (load(P5, f) for f in ("spec.py", "baseline.py", "alternatives/in_place.py"))
-    weights, x = spec5.make_weights(3, "cpu"), spec5.make_input(8, "cpu")
-    expected = baseline.forward(weights, x)
-    got = in_place.forward(in_place.prepare(weights, "cpu"), x)
-    rel = (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
-    print(f"in_place vs baseline: relative L2 {rel:.2e}")
-    assert expected.shape == (spec5.BATCH, spec5.STEPS, spec5.HIDDEN) and rel < P5.correctness.max_rel_l2 / 10
+@pytest.mark.parametrize("workload", ["alternatives/in_place.py", "alternatives/masked_compiled.py"])
+def test_puzzle5_the_cache_written_in_place_decodes_what_the_copies_decode(workload):
+    spec5, baseline, other = (load(P5, f) for f in ("spec.py", "baseline.py", workload))
+    weights = spec5.make_weights(3, "cpu")
+    state = other.prepare(weights, "cpu")
+    if "step" in state:  # masked_compiled's module uncompiled: compiling is the GPU's to test
+        state["step"] = state["module"]
+    for seed in (8, 9):  # twice: a second call starts from the cache the first one left
+        x = spec5.make_input(seed, "cpu")
+        expected = baseline.forward(weights, x)
+        got = other.forward(state, x)
+        rel = (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
+        print(f"{workload} vs baseline: relative L2 {rel:.2e}")
+        assert expected.shape == (spec5.BATCH, spec5.STEPS, spec5.HIDDEN) and rel < P5.correctness.max_rel_l2 / 10
 
 
 def test_puzzle5_is_a_draft_whose_folder_checks_pass():
@@ -87,3 +94,114 @@ def test_puzzle6_is_a_draft_whose_folder_checks_pass():
     checks = {c.name: c for c in static_checks(P6)}
     assert "puzzle6" not in all_puzzles() and checks["recordings"].status == "skipped"
     assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
+
+
+# -- puzzle7: batches that arrive in pageable host memory -----------------------------------------------
+
+P7 = get_puzzle("puzzle7", drafts=True)
+
+
+def test_puzzle7_batches_arrive_fresh_on_the_host():
+    spec7 = load(P7, "spec.py")
+    first, again, other = (spec7.make_input(seed, "cpu") for seed in (1, 1, 2))  # on a GPU too (the gpu test below)
+    assert len(first) == spec7.BATCHES and all(b.device.type == "cpu" and b.dtype == torch.float32 for b in first)
+    assert first[0].shape == (spec7.ROWS, spec7.FEATURES)
+    assert torch.equal(first[0], again[0]) and not torch.equal(first[0], other[0])
+    assert first[0].data_ptr() != again[0].data_ptr()  # a new buffer every call: nothing pinned ahead of it
+
+
+def test_puzzle7s_tolerance_passes_fp32_in_any_order_and_fails_a_16_bit_trip():
+    """On 1024 rows of two batches: the scores batched in one matmul, and after a trip through fp16."""
+    spec7, baseline = load(P7, "spec.py"), load(P7, "baseline.py")
+    w = spec7.make_weights(1, "cpu")
+    xs = [b[:1024] for b in spec7.make_input(2, "cpu")[:2]]
+    expected = baseline.forward(w, xs)
+    rel = lambda got: (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()  # noqa: E731
+    batched = torch.relu(torch.stack(xs) @ w["w1"]) @ w["w2"]
+    in_float64 = baseline.forward({k: v.double() for k, v in w.items()}, [x.double() for x in xs]).float()
+    assert rel(batched) < P7.correctness.max_rel_l2 / 10 and rel(in_float64) < P7.correctness.max_rel_l2 / 10
+    assert rel(baseline.forward(w, [x.half().float() for x in xs])) > 5 * P7.correctness.max_rel_l2
+
+
+def test_puzzle7_is_a_draft_whose_folder_checks_pass():
+    checks = {c.name: c for c in static_checks(P7)}
+    assert "puzzle7" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert checks["floor"].status == "ok"  # bytes across the host link, not HBM or FLOPs
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/pinned_at_once.py",
+                                      "alternatives/one_stream.py"])
+def test_puzzle7_every_honest_style_scores_what_the_baseline_scores(workload):
+    spec7, baseline, other = (load(P7, f) for f in ("spec.py", "baseline.py", workload))
+    w = spec7.make_weights(3, "cuda")
+    state = other.prepare(w, "cuda")
+    for seed in (4, 5):  # twice: the second call reuses the buffers and events of the first
+        xs = spec7.make_input(seed, "cuda")
+        assert all(b.device.type == "cpu" and not b.is_pinned() for b in xs)  # pageable, on the host
+        expected, got = baseline.forward(w, xs), other.forward(state, xs)
+        rel = (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
+        print(workload, f"relative L2 {rel:.2e}")
+        assert rel < P7.correctness.max_rel_l2
+
+
+# -- puzzle8: stop words searched on the host between the steps -----------------------------------------
+
+P8 = get_puzzle("puzzle8", drafts=True)
+SPEC8 = load(P8, "spec.py")
+
+
+def test_puzzle8_a_word_is_a_stop_word_exactly_when_its_token_is_a_stop_token():
+    """What the reference relies on: the search over whole words finds a stop word only as a whole token."""
+    baseline = load(P8, "baseline.py")
+    stop = baseline.prepare(SPEC8.make_weights(0, "cpu"), "cpu")["stop"]
+    assert len(set(SPEC8.WORDS)) == SPEC8.VOCAB and len(SPEC8.STOP_WORDS) == SPEC8.VOCAB // SPEC8.STOP_EVERY
+    stops = set(SPEC8.STOP_WORDS)
+    assert all(bool(stop.search(" a1 " + word)) == (word in stops) for word in SPEC8.WORDS)
+    assert not stop.search(" " + " ".join(w for w in SPEC8.WORDS[:300] if w not in stops))  # no stop across words
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_puzzle8_every_sequence_meets_its_stop_word_and_the_batch_ends_mid_way(seed):
+    tokens = SPEC8.make_input(seed, "cpu")
+    positions = torch.argsort(SPEC8.ORDER)[tokens]  # each prompt's place on the ring
+    ends = SPEC8.STOP_EVERY - 2 - positions % SPEC8.STOP_EVERY  # the step at which it emits a stop word
+    assert int(ends.min()) >= 0 and SPEC8.STEPS // 4 <= int(ends.max()) <= 3 * SPEC8.STEPS // 4
+    assert len(set((positions // SPEC8.STOP_EVERY).tolist())) == SPEC8.BATCH  # no two share a stretch of the ring
+
+
+def test_puzzle8_greedy_choices_do_not_hang_on_rounding():
+    """In float32 the successor leads the runner-up by hundreds; the bf16 step chooses the same."""
+    weights, tokens = SPEC8.make_weights(5, "cpu"), SPEC8.make_input(11, "cpu")
+    wide = {k: v.float() for k, v in weights.items() if isinstance(v, torch.Tensor)}
+    h = wide["embed"][tokens]
+    logits = (h + torch.relu(h @ wide["w1"].T) @ wide["w2"].T) @ wide["out"].T
+    top2 = logits.topk(2).values
+    assert (top2[:, 0] - top2[:, 1] > 200).all()
+    assert torch.equal(load(P8, "baseline.py").step(weights, tokens), logits.argmax(-1))
+
+
+def test_puzzle8_decoding_first_and_searching_once_gives_the_baselines_tokens():
+    baseline, other = load(P8, "baseline.py"), load(P8, "alternatives/decode_then_detokenize.py")
+    weights, tokens = SPEC8.make_weights(9, "cpu"), SPEC8.make_input(3, "cpu")
+    expected = baseline.forward(baseline.prepare(weights, "cpu"), tokens)
+    assert torch.equal(other.forward(other.prepare(weights, "cpu"), tokens), expected)
+    assert int((expected == SPEC8.PAD).sum()) > 0  # the output is masked after each stop word
+
+
+def test_puzzle8_is_a_draft_whose_folder_checks_pass():
+    checks = {c.name: c for c in static_checks(P8)}
+    assert "puzzle8" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/overlapped_host.py"])
+def test_puzzle8_the_gpu_styles_give_the_baselines_tokens(workload):
+    baseline, other = load(P8, "baseline.py"), load(P8, workload)
+    weights = SPEC8.make_weights(3, "cuda")
+    mine, theirs = other.prepare(weights, "cuda"), baseline.prepare(weights, "cuda")
+    for seed in (4, 5):  # twice: the second call starts from the state the first left
+        tokens = SPEC8.make_input(seed, "cuda")
+        assert torch.equal(other.forward(mine, tokens), baseline.forward(theirs, tokens))

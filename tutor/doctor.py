@@ -108,8 +108,9 @@ def _peaks_line(gpu_name: str) -> str:
     peaks = measured_peaks(gpu_name)
     if not peaks:
         return "its peak rates are measured by the first grade (the physical floor)"
+    link = f", {peaks['h2d_gbps']:.3g} GB/s from pinned host memory" if peaks.get("h2d_gbps") else ""
     return (f"measured at best {peaks['hbm_read_gbps'] / 1e3:.3g} TB/s from HBM and {peaks['bf16_tflops']:.0f} "
-            f"TFLOP/s in bf16 over {peaks.get('runs', 1)} grade(s)")
+            f"TFLOP/s in bf16{link} over {peaks.get('runs', 1)} grade(s)")
 
 
 def tool_version(tool: str) -> str:

@@ -1,4 +1,5 @@
-"""What this GPU can do at best, measured: its HBM read bandwidth and its dense bf16 matmul rate.
+"""What this GPU can do at best, measured: its HBM read bandwidth and its dense bf16 matmul rate, and
+for a puzzle whose work crosses the host link, its host-to-device copy bandwidth from pinned memory.
 
 A puzzle's physical floor (tutor.grading.floor) divides the least work its output needs (the spec's
 `least_work`) by these. Measured rather than read from a datasheet, so a consumer card, or an H100
@@ -19,6 +20,7 @@ from tutor.protocol import peaks_file, read_peaks
 
 READ_BYTES = 1 << 30  # far beyond any L2: every byte comes from HBM
 MATMUL_N = 8192  # 1.1 TFLOP a call: long enough to reach the tensor cores' steady rate
+H2D_BYTES = 256 << 20  # pinned host memory to the GPU: long enough to reach the link's steady rate
 REPEATS = 10
 
 
@@ -54,8 +56,20 @@ def bf16_tflops() -> float:
     return 2 * MATMUL_N**3 / (ms * 1e-3) / 1e12
 
 
-def measure() -> dict:
+def h2d_gbps() -> float:
+    """A copy from pinned host memory: the most the host link (PCIe, NVLink-C2C) carries, in GB/s."""
+    host = torch.empty(H2D_BYTES, dtype=torch.uint8, pin_memory=True)
+    device = torch.empty(H2D_BYTES, dtype=torch.uint8, device="cuda")
+    ms = _best_ms(lambda: device.copy_(host, non_blocking=True))
+    del host, device
+    return H2D_BYTES / (ms * 1e-3) / 1e9
+
+
+def measure(host_link: bool = False) -> dict:
+    """The rates every floor uses; the host link's too where the puzzle's work crosses it."""
     peaks = {"hbm_read_gbps": hbm_read_gbps(), "bf16_tflops": bf16_tflops()}
+    if host_link:
+        peaks["h2d_gbps"] = h2d_gbps()
     torch.cuda.empty_cache()  # the probe's buffers are not the comparators' memory
     return peaks
 
@@ -66,7 +80,9 @@ def best_known(folder: str | Path | None, gpu_name: str, measured: dict) -> dict
         return {**measured, "runs": 1}
     path = peaks_file(folder, gpu_name)
     known = read_peaks(folder, gpu_name) or {}
-    best = {key: max(value, float(known.get(key, 0.0))) for key, value in measured.items()}
+    # A rate not measured this time (the host link, measured for few puzzles) keeps what was shown before.
+    best = {key: float(value) for key, value in known.items() if key not in ("runs", *measured)}
+    best.update({key: max(value, float(known.get(key, 0.0))) for key, value in measured.items()})
     best["runs"] = int(known.get("runs", 0)) + 1
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +100,7 @@ def floor_facts(spec, cache_folder: str | None) -> dict | None:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     work = least_work(int(getattr(props, "L2_cache_size", 0)))
     try:
-        measured = measure()
+        measured = measure(host_link=bool(work.get("h2d_bytes")))
     except RuntimeError as e:  # no room left by the workloads (OOM), a library error: no floor this grade,
         torch.cuda.empty_cache()  # never a failed grade
         return {"unavailable": f"{type(e).__name__}: {str(e)[:200]}"}

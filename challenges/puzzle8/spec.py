@@ -1,0 +1,52 @@
+"""Inputs for puzzle8: 64 sequences decoded greedily for up to 64 steps, each ending at its first stop word.
+
+The model is puzzle4's kind (greedy choices follow a ring of successors, never rounding: the right
+token leads by hundreds in its logit), larger per step. What is new is the host's share: every token
+is a word (WORDS), and a sequence ends at the first word of STOP_WORDS in its detokenised text, as a
+server checks stop strings. Every 64th token along the ring is a stop word; each input places its 64
+prompts so that each meets one within the steps, the last of them at a step between 16 and 48. The
+words travel with the weights, so every workload detokenises with the same table.
+"""
+
+import random
+
+import torch
+
+VOCAB, HIDDEN, FFN, BATCH, STEPS = 8192, 1024, 4096, 64, 64
+PAD = -1  # what the output holds after a sequence's stop word
+STOP_EVERY = 64
+_INPUT_STREAM = 1 << 40
+ORDER = torch.randperm(VOCAB, generator=torch.Generator().manual_seed(8))  # the ring: ORDER[k + 1] follows ORDER[k]
+_rng = random.Random(8)
+WORDS = ["".join(_rng.choice("abcdefghijklmnoprstuvwy") for _ in range(_rng.randint(2, 7))) + str(i) for i in range(VOCAB)]
+STOP_WORDS = sorted(WORDS[int(t)] for t in ORDER[STOP_EVERY - 1::STOP_EVERY])
+
+
+def make_weights(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    embed = torch.randn(VOCAB, HIDDEN, generator=g)  # rows nearly orthogonal: |<e_i, e_j>| ~ 32 against |e_i|^2 ~ 1024
+    out = torch.empty_like(embed)
+    out[ORDER.roll(-1)] = embed[ORDER]  # logits peak at the successor: out[successor(t)] = embed[t]
+    w1 = torch.randn(FFN, HIDDEN, generator=g) * HIDDEN**-0.5
+    w2 = torch.randn(HIDDEN, FFN, generator=g) * FFN**-0.5 * 0.01  # nudges the state by about 1%
+    tensors = {k: v.to(torch.bfloat16).to(device) for k, v in {"embed": embed, "out": out, "w1": w1, "w2": w2}.items()}
+    return {**tensors, "words": list(WORDS), "stop_words": list(STOP_WORDS)}
+
+
+def make_input(seed: int, device: str) -> torch.Tensor:
+    """The last prompt token of each sequence: sequence b meets its stop word at step stops[b] <= last."""
+    g = torch.Generator().manual_seed(_INPUT_STREAM + seed)
+    last = int(torch.randint(STEPS // 4, 3 * STEPS // 4 + 1, (1,), generator=g))
+    stops = torch.randint(0, last + 1, (BATCH,), generator=g)
+    stops[int(torch.randint(BATCH, (1,), generator=g))] = last
+    segments = torch.randperm(VOCAB // STOP_EVERY, generator=g)[:BATCH]  # one stretch of the ring each
+    # From ORDER[64 s + 62 - d] the tokens are ORDER[64 s + 63 - d], ..., and step d emits ORDER[64 s + 63], a stop word.
+    return ORDER[segments * STOP_EVERY + STOP_EVERY - 2 - stops].to(device)
+
+
+def least_work(l2_bytes: int) -> dict:
+    """The least one forward() must do on any GPU (tutor.grading.floor): STEPS // 4 decode steps of
+    BATCH sequences at the bf16 rate (the weights, 34 MB, are counted as kept in L2)."""
+    weights = 2 * HIDDEN * FFN + VOCAB * HIDDEN
+    return {"flops": 2 * BATCH * weights * (STEPS // 4), "flop_dtype": "bf16",
+            "what": f"{STEPS // 4} decode steps of {BATCH} sequences (the fewest any input needs) at the bf16 rate"}
