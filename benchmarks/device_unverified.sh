@@ -5,7 +5,7 @@
 # everything lands in $OUT (copy $OUT/memory/ to tests/fixtures/memory/).
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 #   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone); 1-4 ran
-#   on 2026-11-25. Parts 5-8 are the drafts' (puzzle7, puzzle5, puzzle6, puzzle8), not yet run.
+#   on 2026-11-25. Parts 5-9 are the drafts' (puzzle7, puzzle5, puzzle6, puzzle8, puzzle9), not yet run.
 set -uo pipefail
 OUT=${OUT:-/tmp/infprof-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -38,5 +38,6 @@ case ${1:-1} in
   6) step measure 540 python3 benchmarks/measure_draft.py puzzle5 "$OUT" 5 ;;
   7) step measure 540 python3 benchmarks/measure_draft.py puzzle6 "$OUT" 5 ;;
   8) step measure 540 python3 benchmarks/measure_draft.py puzzle8 "$OUT" 5 ;;
+  9) step measure 540 python3 benchmarks/measure_draft.py puzzle9 "$OUT" 5 ;;  # its ncu recording: still by hand
 esac
 ls -la "$OUT" "$OUT/memory" 2>/dev/null

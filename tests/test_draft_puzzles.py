@@ -2,7 +2,8 @@
 cache written in place decodes what torch.cat's copies decode; puzzle6's experts run all at once
 give the loop's output, and its routes never pass the capacity its fix relies on; puzzle7's batches
 arrive fresh in pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle8's stop
-words are whole tokens and every sequence meets one; drafts stay out of learners' sight until they ship.
+words are whole tokens and every sequence meets one; puzzle9's baseline kernel spills and its fixes do
+not, as ptxas reports on this GPU-less machine; drafts stay out of learners' sight until they ship.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled
 and pinned ones are the GPU's to test (the `gpu` tests here) and grade (benchmarks/measure_draft.py).
@@ -205,3 +206,52 @@ def test_puzzle8_the_gpu_styles_give_the_baselines_tokens(workload):
     for seed in (4, 5):  # twice: the second call starts from the state the first left
         tokens = SPEC8.make_input(seed, "cuda")
         assert torch.equal(other.forward(mine, tokens), baseline.forward(theirs, tokens))
+
+
+# -- puzzle9: a CUDA kernel whose launch bounds make it spill (ptxas answers on the CPU) -----------------
+
+P9 = get_puzzle("puzzle9", drafts=True)
+P9_KERNELS = {"baseline.py": True, "solution/workload.py": False, "alternatives/split_outputs.py": False}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
+@pytest.mark.parametrize("workload, spills", P9_KERNELS.items())
+def test_puzzle9_ptxas_finds_the_baselines_spills_and_none_in_the_fixes(tmp_path, workload, spills):
+    from tutor.profilers import ptxas
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(load(P9, workload).KERNEL)
+    [kernel] = ptxas.compile_report(source)
+    print(workload, kernel)
+    assert (kernel.spill_store_bytes > 0) == spills and kernel.registers <= 255
+    if workload != "solution/workload.py":  # the baseline's bounds, kept by the split: 65536 / (256 x 8)
+        assert kernel.registers <= 32
+
+
+def test_puzzle9_the_library_matmul_is_the_projection_within_tolerance():
+    spec9, library = load(P9, "spec.py"), load(P9, "alternatives/library_matmul.py")
+    w, x = spec9.make_weights(1, "cpu"), spec9.make_input(2, "cpu")[:, :4096]
+    exact = (x.double().T @ w["w"].double()).float()
+    got = library.forward(w, x)
+    assert got.shape == (4096, spec9.N)
+    assert (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item() < P9.correctness.max_rel_l2 / 10
+
+
+def test_puzzle9_is_a_draft_whose_folder_checks_pass():
+    checks = {c.name: c for c in static_checks(P9)}
+    assert "puzzle9" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", [*P9_KERNELS, "alternatives/library_matmul.py"])
+def test_puzzle9_every_style_computes_the_projection(workload):
+    spec9, other = load(P9, "spec.py"), load(P9, workload)
+    w = spec9.make_weights(3, "cuda")
+    state = other.prepare(w, "cuda")
+    x = spec9.make_input(4, "cuda")
+    exact = (x.double().T @ w["w"].double()).float()
+    got = other.forward(state, x)
+    rel = (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item()
+    print(workload, f"relative L2 {rel:.2e}")
+    assert rel < P9.correctness.max_rel_l2
