@@ -1,5 +1,5 @@
-"""Measure a draft puzzle on its GPU before it ships: the baseline graded twice (its profile becomes the
-recording), the reference and every alternative puzzle.toml names ten times each.
+"""Measure a draft puzzle on its GPU before it ships: the baseline profiled (its recording) and graded
+twice, the reference and every alternative puzzle.toml names GRADES times each.
 
     INFPROF_DRAFTS=1 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/measure_draft.py PUZZLE $OUT [GRADES]
 
@@ -8,16 +8,16 @@ torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline
 
 Each run of benchmarks/grade_stability.py prints the speed-ups per tier comparator and writes its JSON
 to $OUT. Then: set the tiers between the classes they show, every honest style clear of its bar;
-copy those two files into the puzzle's recordings/; write the numbers
-in its MEASUREMENTS.md; remove `draft` from its puzzle.toml.
+copy those two files into the puzzle's recordings/; write the numbers in its MEASUREMENTS.md; remove
+`draft` from its puzzle.toml.
 """
 
 import gzip
 import os
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

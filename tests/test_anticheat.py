@@ -417,7 +417,7 @@ from pathlib import Path
 def prepare(weights, device):
     from torch._inductor.runtime.cache_dir_utils import cache_dir
     mine = Path(cache_dir())  # where torch.compile keeps this process's kernels
-    (mine / "where.txt").write_text(os.environ["TRITON_CACHE_DIR"])
+    (mine / "where.txt").write_text(os.environ["TRITON_CACHE_DIR"] + "|" + os.environ["TORCH_EXTENSIONS_DIR"])
     try:  # the comparators' cache, beside it in the workspace
         (mine.parents[1] / "ruler" / "inductor" / "planted.py").write_text("slow = True")
     except Exception:
@@ -429,7 +429,7 @@ def forward(state, x):
 """)
     assert "tried to open the comparators' compile cache" in rejected(verdict, "fair play")
     mine = workspace.compile_cache("candidate")
-    assert (mine / "inductor" / "where.txt").read_text() == str(mine / "triton")
+    assert (mine / "inductor" / "where.txt").read_text() == f"{mine / 'triton'}|{mine / 'extensions'}"
     assert not (workspace.compile_cache("ruler") / "inductor" / "planted.py").exists()
 
 

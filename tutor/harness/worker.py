@@ -53,17 +53,20 @@ def setup(request: dict, timing: bool, role: str) -> Device:
 
 
 def use_compile_caches(request: dict, role: str) -> None:
-    """torch.compile's and triton's caches on disk in the workspace, one for each side of a grade.
+    """torch.compile's, triton's and torch's C++/CUDA extension builds on disk in the workspace, one
+    folder for each side of a grade.
 
     Kept between runs, so the second grade of unchanged code neither compiles nor autotunes again.
     One per side: the ruler's (comparators, and the baseline profiled alone) is out of learner code's
-    reach (request["protected"]), which could otherwise leave a slow kernel under a comparator's key.
-    Both libraries read these variables when they first compile, not at import.
+    reach (request["protected"]), which could otherwise leave a slow kernel under a comparator's key
+    (a load_inline build is found by its name alone). Each library reads its variable when it first
+    compiles, not at import.
     """
     folder = request.get("caches", {}).get(role)
     if folder:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
         os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(folder, "extensions")
 
 
 def share_autotuning() -> None:
