@@ -54,3 +54,36 @@ def test_a_source_that_does_not_compile_says_where(tmp_path):
     broken.write_text("__global__ void k(float* x) { x[0] = undefined_name; }\n")
     with pytest.raises(TutorError, match="broken.cu"):
         compile_report(broken)
+
+
+@needs_nvcc
+def test_the_ptxas_profiler_profiles_a_gpu_puzzle_here_without_a_gpu(workspace):
+    """It reads the workload's KERNEL string and runs nothing: puzzle9's spills show on this GPU-less machine."""
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+    from tutor.progress import Progress
+
+    puzzle = get_puzzle("puzzle9", drafts=True)
+    baseline = actions.profile(workspace, puzzle, "baseline", profiler="ptxas")
+    assert baseline.metrics.values["ptxas.spill_store_bytes"] > 0 and baseline.metrics.values["ptxas.max_registers"] == 32
+    assert baseline.trace_path.name == "ptxas.json" and baseline.trace_path.is_file()
+    mine_path = workspace.editable_path(puzzle, "workload.py")
+    mine_path.parent.mkdir(exist_ok=True)  # a draft: new workspaces leave it out
+    shutil.copy(puzzle.solution_dir / "workload.py", mine_path)
+    mine = actions.profile(workspace, puzzle, "mine", profiler="ptxas")
+    assert mine.metrics.values["ptxas.spill_store_bytes"] == 0
+    # Recorded as the learner's own evidence, like any profile: the diagnosis may cite it.
+    assert Progress(workspace.db_path).latest_profile("puzzle9", "baseline") is not None
+
+
+def test_a_workload_without_its_kernel_string_says_where_the_kernel_should_be(tmp_path):
+    from tutor.errors import TutorError
+    from tutor.profilers.ptxas import kernel_source
+
+    workload = tmp_path / "workload.py"
+    workload.write_text("SOURCE = 'not the name the profiler reads'\n")
+    with pytest.raises(TutorError, match="no KERNEL"):
+        kernel_source(workload)
+    workload.write_text("KERNEL = (\n")
+    with pytest.raises(TutorError, match="does not parse: line"):
+        kernel_source(workload)

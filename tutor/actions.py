@@ -103,8 +103,9 @@ def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: Ev
     """Profile one workload; store its metrics as this learner's evidence."""
     if which not in PROFILE_WORKLOADS:
         raise TutorError(f"Cannot profile '{which}'.", "Choose --which baseline or --which mine.")
-    capture = get_profiler(profiler).capture
-    require_hardware(puzzle)  # before torch is imported for it: one clear answer, not a failed run
+    chosen = get_profiler(profiler)
+    if chosen.runs_workload:
+        require_hardware(puzzle)  # before torch is imported for it: one clear answer, not a failed run
     if which == "mine":
         check_workload_file(ws, puzzle)
     run_dir = new_run_dir(ws, puzzle, f"profile-{which}")
@@ -112,7 +113,7 @@ def profile(ws: Workspace, puzzle: Puzzle, which: str = "baseline", on_event: Ev
     if which == "mine":
         request["candidate"] = "mine"  # learner code: the candidate's compile cache, not the comparators'
     request["profile"] = {"workload": which, "iterations": puzzle.timing.profile_iterations}
-    metrics, artifact = capture(request, run_dir, puzzle, on_event, register)
+    metrics, artifact = chosen.capture(request, run_dir, puzzle, on_event, register)
     metrics.save(run_dir / "metrics.json")
     Progress(ws.db_path).record_profile(puzzle.id, which, code_hash(ws, puzzle), metrics, artifact, run_dir)
     return ProfileOutcome(metrics, run_dir, artifact)

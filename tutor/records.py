@@ -43,6 +43,11 @@ KEY_FIGURES: tuple[tuple[str, str], ...] = (
     ("allocator.warmup.peak_allocated_mb", "peak in warm-up"),
     ("allocator.iterations.peak_allocated_mb", "peak in the calls"),
     ("allocator.graph_pool_mb", "graph pools"),
+    # The compiler's (ptxas), per kernel source.
+    ("ptxas.spill_store_bytes", "spill stores"),
+    ("ptxas.spill_load_bytes", "spill loads"),
+    ("ptxas.max_registers", "registers"),
+    ("ptxas.max_stack_frame_bytes", "stack frame"),
 )
 # The few of them a timeline's headline shows, by where the profile ran (a profiler may name its own:
 # tutor.profilers.registry).

@@ -80,3 +80,12 @@ def nsys_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, registe
     _extracting(on_event, "exporting the Nsight Systems report to SQLite")
     exported = nsys_run.export_sqlite(binary, run_dir)
     return nsys_sqlite.extract(exported), nsys_run.report_path(run_dir)
+
+
+def ptxas_report(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
+    """No run: the workload's kernel compiled for the H100's architecture, and ptxas's account of it."""
+    from tutor.profilers import ptxas
+
+    [name] = request["prepare"]
+    _extracting(on_event, "compiling the kernel with nvcc -Xptxas -v")
+    return ptxas.report(Path(request["workloads"][name]), run_dir)

@@ -8,6 +8,8 @@ Nsight Compute's local-memory traffic on the H100 says what the spills cost.
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import shutil
 import subprocess
@@ -93,3 +95,29 @@ def metrics(kernels: list[KernelResources]) -> ProfileMetrics:
               "ptxas.max_registers": max((k.registers for k in kernels), default=0),
               "ptxas.max_stack_frame_bytes": max((k.stack_frame_bytes for k in kernels), default=0)}
     return ProfileMetrics(values, [asdict(k) for k in kernels], profiler="ptxas", device="cuda")
+
+
+def kernel_source(workload: Path, name: str = "KERNEL") -> str:
+    """The CUDA source a kernel puzzle's workload keeps in a module-level string `KERNEL`, read without
+    running the file (no torch, no GPU: the same answer on a machine without either)."""
+    try:
+        tree = ast.parse(workload.read_text(), filename=str(workload))
+    except SyntaxError as e:
+        raise TutorError(f"{workload.name} does not parse: line {e.lineno}: {e.msg}", "Fix it, save, and run again.")
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                return node.value.value
+    raise TutorError(f"{workload.name} has no {name} = \"\"\"...\"\"\" string of CUDA source for ptxas to compile.",
+                     f"Keep the kernel in a module-level string named {name} (as the baseline does).")
+
+
+def report(workload: Path, run_dir: Path) -> tuple[ProfileMetrics, Path]:
+    """Compile the workload's kernel source and write what ptxas said of each kernel (the file a learner opens)."""
+    source = run_dir / "kernel.cu"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    source.write_text(kernel_source(workload))
+    kernels = compile_report(source)
+    written = run_dir / "ptxas.json"
+    written.write_text(json.dumps([asdict(k) for k in kernels], indent=1))
+    return metrics(kernels), written

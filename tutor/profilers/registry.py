@@ -7,6 +7,7 @@ is one record here, its capture function and its parser.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -33,6 +34,7 @@ class Profiler:
     # faces choose); else these metrics, which describe `subject`.
     headline: tuple[str, ...] = ()
     subject: str = "per forward()"
+    runs_workload: bool = True  # False: it reads the source alone, so it needs no GPU (ptxas)
 
     def problem(self, machine: Machine | None = None) -> EnvironmentProblem | None:
         """Why this profiler cannot run here, or None."""
@@ -111,6 +113,30 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
                   "allocator.iterations.peak_allocated_mb", "allocator.graph_pool_mb"),
         subject="the allocator, over prepare, warm-up and the profiled calls"),
 )}
+
+
+def _nvcc(machine: Machine | None) -> None:
+    from tutor.profilers import ptxas
+
+    if shutil.which("nvcc") is None:
+        raise EnvironmentProblem("nvcc (the CUDA toolkit) is not installed on this machine: ptxas cannot report on "
+                                 "the kernels.", ptxas.INSTALL)
+
+
+PROFILERS["ptxas"] = Profiler(
+    "ptxas", "ptxas (nvcc -Xptxas -v)",
+    "each kernel's registers, spill bytes and stack frame, from the compiler alone: no GPU needed",
+    Opener("report", "ptxas's account per kernel, JSON", "a text viewer", "less {path}",
+           "in the terminal",
+           "in any editor",
+           "on a remote machine: cat it over ssh (ssh HOST cat <path>)",
+           ("registers: what each thread of the kernel holds (a launch bound can cap it)",
+            "spill stores and loads: bytes per thread sent to local memory (DRAM behind L1) because registers "
+            "ran out; 0 is the goal",
+            "stack frame: per-thread local memory, spills and local arrays together")),
+    capture.ptxas_report, _nvcc,
+    headline=("ptxas.spill_store_bytes", "ptxas.spill_load_bytes", "ptxas.max_registers", "ptxas.max_stack_frame_bytes"),
+    subject="the kernel source, compiled for sm_90", runs_workload=False)
 
 
 def get_profiler(profiler_id: str) -> Profiler:
