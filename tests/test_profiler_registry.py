@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,25 @@ def test_every_headline_metric_has_a_label_and_a_meaning():
     labels = dict(KEY_FIGURES)
     for p in PROFILERS.values():
         assert all(name in labels and describe(name) for name in p.headline), p.id
+
+
+def test_each_metric_is_taken_from_the_profiler_that_gives_it():
+    """tutor.reference profiles the baseline with each profiler its answer cites: by the metric's own names,
+    never by a word that happens to be a profiler's id (puzzle2's memory.* is the torch profiler's)."""
+    from tutor.catalog import get_puzzle
+    from tutor.profilers.registry import profiler_giving
+    from tutor.reference import other_profilers_cited
+
+    assert [profiler_giving(m) for m in ("memory.graph_pool_mb", "allocator.graph_pool_mb", "ncu.waves_per_sm",
+                                         "ptxas.max_registers", "cpu.time_per_iter_us")] == \
+        ["torch", "memory", "ncu", "ptxas", "torch"]
+    assert other_profilers_cited(get_puzzle("puzzle2")) == []
+    assert other_profilers_cited(get_puzzle("puzzle9", drafts=True)) == ["ptxas"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_doctor_names_nvcc_and_its_release_for_ptxas():
+    from tutor.doctor import tool_version
+
+    tool = PROFILERS["ptxas"].find_tool(None)
+    assert tool == shutil.which("nvcc") and tool_version(tool).startswith("version 1")

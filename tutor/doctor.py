@@ -118,8 +118,9 @@ def tool_version(tool: str) -> str:
         done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return "version unknown"
-    match = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", done.stdout)
-    return f"version {match.group(1)}" if match else "version unknown"
+    # Nsight tools say 2025.3.1; nvcc says "release 13.0".
+    match = re.search(r"\d{4}\.\d+(?:\.\d+)*|(?<=release )\d+\.\d+", done.stdout)
+    return f"version {match.group(0)}" if match else "version unknown"
 
 
 def _profilers(m: Machine, puzzles: list[Puzzle], runnable: list[Puzzle]) -> list[Finding]:

@@ -16,6 +16,7 @@ from tutor import actions
 from tutor.catalog import NO_TIER, Puzzle
 from tutor.grading.answer import read_answer
 from tutor.grading.puzzle_checks import grader_module
+from tutor.profilers.registry import profiler_giving
 from tutor.workspace import Workspace
 
 
@@ -30,9 +31,7 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> N
     if which == "baseline":
         return
     values = dict(profile.metrics.values)
-    # Evidence another profiler gives (puzzle9's ptxas.*) comes from that profiler's profile of the baseline.
-    cited = {e.metric.split(".", 1)[0] for e in read_answer(puzzle.solution_dir / "answer.toml").evidence}
-    for other in sorted(cited & (set(puzzle.profilers) - {"torch"})):
+    for other in other_profilers_cited(puzzle):  # their evidence comes from their own profile of the baseline
         values.update(actions.profile(ws, puzzle, "baseline", profiler=other).metrics.values)
     grader = grader_module(puzzle)
     facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
@@ -41,6 +40,12 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> N
     without = {"kernel_evidence"} if expected in (NO_TIER, puzzle.tiers[0].name) else set()
     install_reference(ws, puzzle, values, grader.answer_from_facts(facts) if facts else {},
                       puzzle.solution_path(which), without)
+
+
+def other_profilers_cited(puzzle: Puzzle) -> list[str]:
+    """The profilers besides torch whose metrics the reference answer cites (puzzle9's ptxas.*)."""
+    cited = {profiler_giving(e.metric) for e in read_answer(puzzle.solution_dir / "answer.toml").evidence}
+    return sorted(cited - {"torch"})
 
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],

@@ -74,12 +74,17 @@ def _demangled(kernels: list[KernelResources]) -> list[KernelResources]:
     return kernels
 
 
-def compile_report(source: Path, arch: str = ARCH, flags: tuple[str, ...] = (), timeout_s: float = 300) -> list[KernelResources]:
-    """Compile `source` for `arch` (to nowhere) and read what ptxas reports of each kernel."""
+def find_nvcc() -> str:
+    """nvcc's path; what is missing and how to get it where there is none."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise EnvironmentProblem("nvcc is not installed on this machine: ptxas cannot report on the kernels.", INSTALL)
-    done = subprocess.run([nvcc, f"-arch={arch}", "-Xptxas", "-v", *flags, "-c", str(source), "-o", "/dev/null"],
+    return nvcc
+
+
+def compile_report(source: Path, arch: str = ARCH, flags: tuple[str, ...] = (), timeout_s: float = 300) -> list[KernelResources]:
+    """Compile `source` for `arch` (to nowhere) and read what ptxas reports of each kernel."""
+    done = subprocess.run([find_nvcc(), f"-arch={arch}", "-Xptxas", "-v", *flags, "-c", str(source), "-o", "/dev/null"],
                           capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
         raise TutorError(f"nvcc could not compile {source.name}:\n{done.stderr.strip()[-2000:]}",

@@ -7,12 +7,11 @@ is one record here, its capture function and its parser.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from tutor.errors import EnvironmentProblem, TutorError
-from tutor.profilers import capture, ncu, nsys_run
+from tutor.profilers import capture, ncu, nsys_run, ptxas
 from tutor.profilers.openers import Opener
 from tutor.protocol import NVTX_ITER_RANGE, NVTX_KERNELS_RANGE, TORCH_ITER_RANGE
 
@@ -35,6 +34,8 @@ class Profiler:
     headline: tuple[str, ...] = ()
     subject: str = "per forward()"
     runs_workload: bool = True  # False: it reads the source alone, so it needs no GPU (ptxas)
+    # The names of the metrics it alone gives; "" where they are the timeline's, which torch gives too.
+    metric_prefix: str = ""
 
     def problem(self, machine: Machine | None = None) -> EnvironmentProblem | None:
         """Why this profiler cannot run here, or None."""
@@ -83,7 +84,7 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
         capture.ncu_profile, lambda machine: ncu.find_usable_ncu(),
         headline=("ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct",
                   "ncu.achieved_occupancy_pct", "ncu.registers_per_thread"),
-        subject="top kernel (most GPU time)"),
+        subject="top kernel (most GPU time)", metric_prefix="ncu."),
     Profiler(
         "nsys", "Nsight Systems",
         "a timeline of kernels, copies, CUDA API calls and NVTX ranges; a report for nsys-ui",
@@ -111,32 +112,28 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
         capture.memory_profile, _cuda_torch,
         headline=("allocator.allocated_mb_per_iter", "allocator.allocs_per_iter", "allocator.warmup.peak_allocated_mb",
                   "allocator.iterations.peak_allocated_mb", "allocator.graph_pool_mb"),
-        subject="the allocator, over prepare, warm-up and the profiled calls"),
+        subject="the allocator, over prepare, warm-up and the profiled calls", metric_prefix="allocator."),
+    Profiler(
+        "ptxas", "ptxas (nvcc -Xptxas -v)",
+        "each kernel's registers, spill bytes and stack frame, from the compiler alone: no GPU needed",
+        Opener("report", "ptxas's account per kernel, JSON", "a text viewer", "less {path}",
+               "in the terminal",
+               "in any editor",
+               "on a remote machine: cat it over ssh (ssh HOST cat <path>)",
+               ("registers: what each thread of the kernel holds (a launch bound can cap it)",
+                "spill stores and loads: bytes per thread sent to local memory (DRAM behind L1) because registers "
+                "ran out; 0 is the goal",
+                "stack frame: per-thread local memory, spills and local arrays together")),
+        capture.ptxas_report, lambda machine: ptxas.find_nvcc(),
+        headline=("ptxas.spill_store_bytes", "ptxas.spill_load_bytes", "ptxas.max_registers",
+                  "ptxas.max_stack_frame_bytes"),
+        subject="the kernel source, compiled for sm_90", runs_workload=False, metric_prefix="ptxas."),
 )}
 
 
-def _nvcc(machine: Machine | None) -> None:
-    from tutor.profilers import ptxas
-
-    if shutil.which("nvcc") is None:
-        raise EnvironmentProblem("nvcc (the CUDA toolkit) is not installed on this machine: ptxas cannot report on "
-                                 "the kernels.", ptxas.INSTALL)
-
-
-PROFILERS["ptxas"] = Profiler(
-    "ptxas", "ptxas (nvcc -Xptxas -v)",
-    "each kernel's registers, spill bytes and stack frame, from the compiler alone: no GPU needed",
-    Opener("report", "ptxas's account per kernel, JSON", "a text viewer", "less {path}",
-           "in the terminal",
-           "in any editor",
-           "on a remote machine: cat it over ssh (ssh HOST cat <path>)",
-           ("registers: what each thread of the kernel holds (a launch bound can cap it)",
-            "spill stores and loads: bytes per thread sent to local memory (DRAM behind L1) because registers "
-            "ran out; 0 is the goal",
-            "stack frame: per-thread local memory, spills and local arrays together")),
-    capture.ptxas_report, _nvcc,
-    headline=("ptxas.spill_store_bytes", "ptxas.spill_load_bytes", "ptxas.max_registers", "ptxas.max_stack_frame_bytes"),
-    subject="the kernel source, compiled for sm_90", runs_workload=False)
+def profiler_giving(metric: str) -> str:
+    """The profiler a metric comes from: the one whose own names it carries, else the PyTorch profiler."""
+    return next((p.id for p in PROFILERS.values() if p.metric_prefix and metric.startswith(p.metric_prefix)), "torch")
 
 
 def get_profiler(profiler_id: str) -> Profiler:
