@@ -5,9 +5,11 @@
 # everything lands in $OUT (copy $OUT/memory/ to tests/fixtures/memory/).
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 #   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone); 1-4 ran
-#   on 2026-11-25. Parts 5-9 are the drafts' (puzzle7, puzzle5, puzzle6, puzzle8, puzzle9), not yet run.
+#   on 2026-11-25. Parts 5-7 measure the drafts on a 2-GPU host, two at a time.
 set -uo pipefail
-OUT=${OUT:-/tmp/infprof-out}; mkdir -p "$OUT"
+# Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
+RESULTS=${OUT:-/tmp/infprof-out}; OUT=/tmp/infprof-work; mkdir -p "$RESULTS" "$OUT"
+trap 'tar -czf "$RESULTS/results.tgz" -C "$OUT" .' EXIT
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 step() {  # step NAME SECONDS COMMAND...: run it, log it, say how it ended
@@ -17,7 +19,19 @@ step() {  # step NAME SECONDS COMMAND...: run it, log it, say how it ended
   echo "== $name: exit $? in $((SECONDS - start)) s"; tail -n 12 "$OUT/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-python3 -m tutor.cli warm --idle-min 20 > /tmp/warm.log 2>&1  # every grade below forks from it
+[ "${1:-1}" -le 4 ] && python3 -m tutor.cli warm --idle-min 20 > /tmp/warm.log 2>&1  # every grade below forks from it
+on_gpu() {  # on_gpu N STEP...: steps on GPU N alone, forked from a warm harness of that GPU's own
+  local gpu=$1; shift
+  (export CUDA_VISIBLE_DEVICES=$gpu; python3 -m tutor.cli warm --idle-min 20 > "/tmp/warm$gpu.log" 2>&1; "$@")
+}
+measure() {  # measure PUZZLE SECONDS [GRADES]: a draft measured, 5 grades a solution, into $OUT/PUZZLE
+  step "measure_$1" "$2" python3 benchmarks/measure_draft.py "$1" "$OUT/$1" "${3:-5}"
+}
+grades() {  # grades PUZZLE WHICH SECONDS: one solution of a draft graded 4 times, into $OUT/PUZZLE_WHICH.json
+  local name="$1_${2//\//_}"
+  (export INFPROF_DRAFTS=1; step "$name" "$3" python3 benchmarks/grade_stability.py "$1" --runs 4 --which "$2" \
+    --json "$OUT/$name.json")
+}
 case ${1:-1} in
   1) step doctor 60 python3 -m tutor.cli doctor
      step gpu_tests 240 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_floor.py \
@@ -30,14 +44,25 @@ case ${1:-1} in
   3) step dev_check_puzzle3 540 python3 -m tutor.cli dev check puzzle3 ;;
   4) step dev_check_puzzle2 300 python3 -m tutor.cli dev check puzzle2
      step latency 250 python3 benchmarks/grade_latency.py puzzle3 puzzle2 --warm --runs 2 --json "$OUT/latency.json" ;;
-  # The drafts: their GPU tests (puzzle7's pinned styles against the baseline, the host-link probe),
-  # then each measured (5 grades a solution; then set its tiers as puzzle4's MEASUREMENTS.md did).
-  5) step draft_gpu_tests 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_draft_puzzles.py \
-       tests/test_floor.py
-     step measure 420 python3 benchmarks/measure_draft.py puzzle7 "$OUT" 5 ;;
-  6) step measure 540 python3 benchmarks/measure_draft.py puzzle5 "$OUT" 5 ;;
-  7) step measure 540 python3 benchmarks/measure_draft.py puzzle6 "$OUT" 5 ;;
-  8) step measure 540 python3 benchmarks/measure_draft.py puzzle8 "$OUT" 5 ;;
-  9) step measure 540 python3 benchmarks/measure_draft.py puzzle9 "$OUT" 5 ;;  # its ncu recording: still by hand
+  # The drafts, two at a time on a 2-GPU host (nvidia-h100-x2), one per GPU: their GPU tests (puzzle7's
+  # pinned styles against the baseline, the host-link probe), then each measured; then set its tiers
+  # as puzzle4's MEASUREMENTS.md did. Part 7: puzzle9, and what parts 5 and 6 left.
+  5) tests_then_puzzle7() {
+       step draft_gpu_tests 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_draft_puzzles.py \
+         tests/test_floor.py
+       measure puzzle7 400
+     }
+     on_gpu 0 tests_then_puzzle7 & on_gpu 1 measure puzzle8 530 & wait ;;
+  6) sweep_then_puzzle5() {  # puzzle7's reference ran slower than its baseline in part 5: by thread count?
+       step sweep_puzzle7 150 python3 challenges/puzzle7/sweeps/copy_threads.py
+       measure puzzle5 400
+     }
+     on_gpu 0 sweep_then_puzzle5 & on_gpu 1 measure puzzle6 560 & wait ;;
+  7) what_parts_5_and_6_left() {  # puzzle8's two later styles, puzzle5's alternative its time limit cut
+       grades puzzle8 alternatives/stop_set 120
+       grades puzzle8 alternatives/stop_table_eager 120
+       grades puzzle5 alternatives/masked_compiled 210
+     }
+     on_gpu 0 measure puzzle9 450 4 & on_gpu 1 what_parts_5_and_6_left & wait ;;
 esac
-ls -la "$OUT" "$OUT/memory" 2>/dev/null
+ls -laR "$OUT" | head -60

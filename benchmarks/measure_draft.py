@@ -1,10 +1,12 @@
-"""Measure a draft puzzle on its GPU before it ships: the baseline profiled (its recording) and graded
-twice, the reference and every alternative puzzle.toml names GRADES times each.
+"""Measure a draft puzzle on its GPU before it ships: the baseline profiled (its recording), the
+reference and every alternative puzzle.toml names graded GRADES times each, then the baseline twice.
 
     INFPROF_DRAFTS=1 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/measure_draft.py PUZZLE $OUT [GRADES]
 
 GRADES (default 10) is how many times the reference and each alternative are graded. The baseline's
-torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline_trace.json.gz.
+torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline_trace.json.gz; a
+puzzle profiled under Nsight Compute also gets h100_baseline_ncu.csv and, its reference's,
+h100_reference_ncu.csv (the CPU tests' fixture of a learner's fixed kernel).
 
 Each run of benchmarks/grade_stability.py prints the speed-ups per tier comparator and writes its JSON
 to $OUT. Then: set the tiers between the classes they show, every honest style clear of its bar;
@@ -35,6 +37,18 @@ def record_baseline(puzzle, out: Path) -> None:
         shutil.copyfileobj(src, dst)
 
 
+def record_ncu(puzzle, out: Path) -> None:
+    """The baseline's and the reference's Nsight Compute exports, for a kernel puzzle's CPU tests."""
+    from tutor import actions
+    from tutor.reference import ready_to_grade
+    from tutor.workspace import init_workspace
+
+    ws = init_workspace(Path(tempfile.mkdtemp()) / "ws")
+    shutil.copy2(actions.profile(ws, puzzle, "baseline", profiler="ncu").run_dir / "ncu.csv", out / "h100_baseline_ncu.csv")
+    ready_to_grade(ws, puzzle, "reference")
+    shutil.copy2(actions.profile(ws, puzzle, "mine", profiler="ncu").run_dir / "ncu.csv", out / "h100_reference_ncu.csv")
+
+
 def main(puzzle_id: str, out: Path, grades: int) -> None:
     os.environ["INFPROF_DRAFTS"] = "1"
     sys.path.insert(0, str(ROOT))
@@ -43,7 +57,10 @@ def main(puzzle_id: str, out: Path, grades: int) -> None:
     puzzle = get_puzzle(puzzle_id, drafts=True)
     out.mkdir(parents=True, exist_ok=True)
     record_baseline(puzzle, out)
-    runs = [("baseline", 2), ("reference", grades), *((f"alternatives/{name}", grades) for name in puzzle.alternatives)]
+    if "ncu" in puzzle.profilers:
+        record_ncu(puzzle, out)
+    # The baseline last: that it earns no tier matters least, and a run stopped at its limit keeps the rest.
+    runs = [("reference", grades), *((f"alternatives/{name}", grades) for name in puzzle.alternatives), ("baseline", 2)]
     for which, count in runs:
         name = which.replace("/", "_")
         subprocess.run([sys.executable, "benchmarks/grade_stability.py", puzzle_id, "--runs", str(count), "--which",

@@ -1,8 +1,6 @@
 """The draft puzzles (hidden until measured on the H100), as far as the CPU can check them: puzzle5's
-cache written in place decodes what torch.cat's copies decode; puzzle6's experts run all at once
-give the loop's output, and its routes never pass the capacity its fix relies on; puzzle7's batches
-arrive fresh in pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle8's stop
-words are whole tokens and every sequence meets one; puzzle9's baseline kernel spills and its fixes do
+cache written in place decodes what torch.cat's copies decode; puzzle7's batches
+arrive fresh in pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle9's baseline kernel spills and its fixes do
 not, as ptxas reports on this GPU-less machine; drafts stay out of learners' sight until they ship.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled
@@ -12,6 +10,7 @@ and pinned ones are the GPU's to test (the `gpu` tests here) and grade (benchmar
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -59,41 +58,6 @@ def test_puzzle5_the_cache_written_in_place_decodes_what_the_copies_decode(workl
 def test_puzzle5_is_a_draft_whose_folder_checks_pass():
     checks = {c.name: c for c in static_checks(P5)}
     assert "puzzle5" not in all_puzzles() and checks["recordings"].status == "skipped"
-    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
-
-
-# -- puzzle6: every expert at once gives the loop's output -----------------------------
-
-P6 = get_puzzle("puzzle6", drafts=True)
-
-
-def test_puzzle6_routes_are_skewed_and_never_past_capacity():
-    spec6 = load(P6, "spec.py")
-    for seed in range(20):
-        counts = torch.bincount(spec6.make_input(seed, "cpu")["expert"], minlength=spec6.EXPERTS)
-        assert int(counts.sum()) == spec6.TOKENS and int(counts.max()) <= spec6.CAPACITY
-        assert int((counts < 8).sum()) >= 8  # many quiet experts: the loop's GEMMs are tiny
-
-
-@pytest.mark.parametrize("workload", ["alternatives/padded_bmm.py", "alternatives/compiled_padded.py"])
-def test_puzzle6_every_expert_at_once_gives_the_loops_output(workload):
-    spec6, baseline, other = (load(P6, f) for f in ("spec.py", "baseline.py", workload))
-    weights = spec6.make_weights(2, "cpu")
-    for seed in range(2):
-        x = spec6.make_input(seed, "cpu")
-        expected = baseline.forward(weights, x).float()
-        if workload.endswith("compiled_padded.py"):  # its function uncompiled: compiling is the GPU's to test
-            got = other.layer(weights["up"], weights["down"], x["x"], x["expert"]).float()
-        else:
-            got = other.forward(other.prepare(weights, "cpu"), x).float()
-        rel = (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
-        print(workload, f"relative L2 {rel:.2e}")
-        assert rel < P6.correctness.max_rel_l2 / 4
-
-
-def test_puzzle6_is_a_draft_whose_folder_checks_pass():
-    checks = {c.name: c for c in static_checks(P6)}
-    assert "puzzle6" not in all_puzzles() and checks["recordings"].status == "skipped"
     assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
 
 
@@ -147,67 +111,6 @@ def test_puzzle7_every_honest_style_scores_what_the_baseline_scores(workload):
         assert rel < P7.correctness.max_rel_l2
 
 
-# -- puzzle8: stop words searched on the host between the steps -----------------------------------------
-
-P8 = get_puzzle("puzzle8", drafts=True)
-SPEC8 = load(P8, "spec.py")
-
-
-def test_puzzle8_a_word_is_a_stop_word_exactly_when_its_token_is_a_stop_token():
-    """What the reference relies on: the search over whole words finds a stop word only as a whole token."""
-    baseline = load(P8, "baseline.py")
-    stop = baseline.prepare(SPEC8.make_weights(0, "cpu"), "cpu")["stop"]
-    assert len(set(SPEC8.WORDS)) == SPEC8.VOCAB and len(SPEC8.STOP_WORDS) == SPEC8.VOCAB // SPEC8.STOP_EVERY
-    stops = set(SPEC8.STOP_WORDS)
-    assert all(bool(stop.search(" a1 " + word)) == (word in stops) for word in SPEC8.WORDS)
-    assert not stop.search(" " + " ".join(w for w in SPEC8.WORDS[:300] if w not in stops))  # no stop across words
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_puzzle8_every_sequence_meets_its_stop_word_and_the_batch_ends_mid_way(seed):
-    tokens = SPEC8.make_input(seed, "cpu")
-    positions = torch.argsort(SPEC8.ORDER)[tokens]  # each prompt's place on the ring
-    ends = SPEC8.STOP_EVERY - 2 - positions % SPEC8.STOP_EVERY  # the step at which it emits a stop word
-    assert int(ends.min()) >= 0 and SPEC8.STEPS // 4 <= int(ends.max()) <= 3 * SPEC8.STEPS // 4
-    assert len(set((positions // SPEC8.STOP_EVERY).tolist())) == SPEC8.BATCH  # no two share a stretch of the ring
-
-
-def test_puzzle8_greedy_choices_do_not_hang_on_rounding():
-    """In float32 the successor leads the runner-up by hundreds; the bf16 step chooses the same."""
-    weights, tokens = SPEC8.make_weights(5, "cpu"), SPEC8.make_input(11, "cpu")
-    wide = {k: v.float() for k, v in weights.items() if isinstance(v, torch.Tensor)}
-    h = wide["embed"][tokens]
-    logits = (h + torch.relu(h @ wide["w1"].T) @ wide["w2"].T) @ wide["out"].T
-    top2 = logits.topk(2).values
-    assert (top2[:, 0] - top2[:, 1] > 200).all()
-    assert torch.equal(load(P8, "baseline.py").step(weights, tokens), logits.argmax(-1))
-
-
-def test_puzzle8_decoding_first_and_searching_once_gives_the_baselines_tokens():
-    baseline, other = load(P8, "baseline.py"), load(P8, "alternatives/decode_then_detokenize.py")
-    weights, tokens = SPEC8.make_weights(9, "cpu"), SPEC8.make_input(3, "cpu")
-    expected = baseline.forward(baseline.prepare(weights, "cpu"), tokens)
-    assert torch.equal(other.forward(other.prepare(weights, "cpu"), tokens), expected)
-    assert int((expected == SPEC8.PAD).sum()) > 0  # the output is masked after each stop word
-
-
-def test_puzzle8_is_a_draft_whose_folder_checks_pass():
-    checks = {c.name: c for c in static_checks(P8)}
-    assert "puzzle8" not in all_puzzles() and checks["recordings"].status == "skipped"
-    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/overlapped_host.py"])
-def test_puzzle8_the_gpu_styles_give_the_baselines_tokens(workload):
-    baseline, other = load(P8, "baseline.py"), load(P8, workload)
-    weights = SPEC8.make_weights(3, "cuda")
-    mine, theirs = other.prepare(weights, "cuda"), baseline.prepare(weights, "cuda")
-    for seed in (4, 5):  # twice: the second call starts from the state the first left
-        tokens = SPEC8.make_input(seed, "cuda")
-        assert torch.equal(other.forward(mine, tokens), baseline.forward(theirs, tokens))
-
-
 # -- puzzle9: a CUDA kernel whose launch bounds make it spill (ptxas answers on the CPU) -----------------
 
 P9 = get_puzzle("puzzle9", drafts=True)
@@ -255,3 +158,20 @@ def test_puzzle9_every_style_computes_the_projection(workload):
     rel = (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item()
     print(workload, f"relative L2 {rel:.2e}")
     assert rel < P9.correctness.max_rel_l2
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
+@pytest.mark.parametrize("workload, recorded", [("baseline.py", "baseline"), ("solution/workload.py", "reference")])
+def test_puzzle9_ptxas_here_counts_the_registers_nsight_compute_saw_on_the_h100(tmp_path, workload, recorded):
+    """The CPU's evidence is the hardware's: ptxas's count for sm_90 is what ran (ncu, recorded on the H100,
+    benchmarks/measure_draft.py), and the register file then caps the blocks an SM holds at 8 or 5."""
+    from tutor.profilers import ncu, ptxas
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(load(P9, workload).KERNEL)
+    [kernel] = ptxas.compile_report(source)
+    seen = ncu.extract(Path(__file__).parent / "fixtures" / f"h100_puzzle9_{recorded}_ncu.csv").values
+    assert seen["ncu.registers_per_thread"] == kernel.registers
+    assert seen["ncu.occupancy_limit_registers"] == 65536 // (kernel.registers * 256)
+    # What the grades found besides the spills (MEASUREMENTS.md): 256 blocks fill a quarter of one wave.
+    assert seen["ncu.waves_per_sm"] < 0.5 and seen["ncu.dram_throughput_pct"] < 10
