@@ -14,6 +14,7 @@ import pytest
 from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.errors import EnvironmentProblem
+from tutor.formatting import kernel_columns
 from tutor.metrics import describe
 from tutor.profilers import ncu
 from conftest import recording
@@ -102,3 +103,12 @@ def test_per_block_units_are_scaled():
     gemm = ncu.extract(recording("puzzle3", "ncu.csv"))
     assert gemm.values["ncu.dynamic_shared_bytes"] == pytest.approx(213504)
     assert gemm.values["ncu.occupancy_limit_shared_mem"] == 1
+
+
+@pytest.mark.parametrize("recorded, spills", [("baseline", 19_974_144), ("reference", 0)])
+def test_spilling_instructions_are_counted_per_kernel(recorded, spills):
+    """puzzle9's kernels on the H100 (benchmarks/measure_draft.py): the capped one spills on every pass of
+    its loop, the one given its registers never does; the kernel table shows the count too."""
+    measured = ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv")
+    assert measured.values["ncu.spill_instructions"] == spills
+    assert measured.kernels[0]["spill_instructions"] == spills and "spill_instructions" in kernel_columns(measured.kernels)

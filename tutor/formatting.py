@@ -84,7 +84,8 @@ KERNEL_COLUMNS = {
     "mean_us": KernelColumn("mean µs", fmt="{:.2f}"), "count": KernelColumn("count", fmt="{:.0f}"),
     "sm_throughput_pct": KernelColumn("SM %", fmt="{:.0f}"), "memory_throughput_pct": KernelColumn("mem %", fmt="{:.0f}"),
     "achieved_occupancy_pct": KernelColumn("occup %", fmt="{:.0f}"),
-    "registers_per_thread": KernelColumn("regs", fmt="{:.0f}"), "category": KernelColumn("category", numeric=False),
+    "registers_per_thread": KernelColumn("regs", fmt="{:.0f}"), "spill_instructions": KernelColumn("spill inst", fmt="{:.0f}"),
+    "category": KernelColumn("category", numeric=False),
     # The memory profiler's rows are allocation sites (tutor.profilers.memory_snapshot), not kernels.
     "total_mb": KernelColumn("MiB"), "largest_mb": KernelColumn("largest MiB"),
     "phase": KernelColumn("phase", numeric=False),

@@ -87,6 +87,7 @@ METRIC_DOCS: dict[str, str] = {
     "ncu.occupancy_limit_warps": "top kernel: blocks per SM the warp count allows",
     "ncu.occupancy_limit_blocks": "top kernel: blocks per SM the hardware block limit allows",
     "ncu.sm_active_cycles": "top kernel: cycles an SM sub-partition was active",
+    "ncu.spill_instructions": "top kernel: instructions executed that spill registers to local memory or load them back",
     "ncu.stall.<reason>": "top kernel: cycles per issued instruction warps spent stalled on <reason>",
 }
 

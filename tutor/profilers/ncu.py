@@ -57,6 +57,8 @@ METRICS = {
     "launch__occupancy_limit_warps": "occupancy_limit_warps",
     "launch__occupancy_limit_blocks": "occupancy_limit_blocks",
     "smsp__cycles_active.avg": "sm_active_cycles",
+    # Instructions that store a register to local memory or load it back: register spills' cost, counted.
+    "sass__inst_executed_register_spilling": "spill_instructions",
 }
 # Units ncu may report a metric in -> factor to ours: µs for time, bytes for sizes, GB/s for rates.
 UNIT_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6,
