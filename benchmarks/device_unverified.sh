@@ -5,7 +5,7 @@
 # everything lands in $OUT (copy $OUT/memory/ to tests/fixtures/memory/).
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 #   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone); 1-4 ran
-#   on 2026-11-25. Parts 5-7 measure the drafts on a 2-GPU host, two at a time.
+#   on 2026-11-25. Parts 5-8 measure the drafts on a 2-GPU host, two at a time (5-7 ran on 2026-11-25).
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
 RESULTS=${OUT:-/tmp/infprof-out}; OUT=/tmp/infprof-work; mkdir -p "$RESULTS" "$OUT"
@@ -64,5 +64,12 @@ case ${1:-1} in
        grades puzzle5 alternatives/masked_compiled 210
      }
      on_gpu 0 measure puzzle9 450 4 & on_gpu 1 what_parts_5_and_6_left & wait ;;
+  # Not yet run: puzzle9 with eight times the tokens; puzzle5's step costs (what its redesign needs);
+  # the warm grade's latency of puzzle3 and puzzle2 (issue 17).
+  8) sweep_then_latency() {
+       step sweep_puzzle5 120 python3 challenges/puzzle5/sweeps/step_costs.py
+       step latency 400 python3 benchmarks/grade_latency.py puzzle3 puzzle2 --warm --runs 2 --json "$OUT/latency.json"
+     }
+     on_gpu 0 measure puzzle9 540 & on_gpu 1 sweep_then_latency & wait ;;
 esac
 ls -laR "$OUT" | head -60

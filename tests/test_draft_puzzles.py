@@ -131,9 +131,10 @@ def test_puzzle9_ptxas_finds_the_baselines_spills_and_none_in_the_fixes(tmp_path
         assert kernel.registers <= 32
 
 
-def test_puzzle9_the_library_matmul_is_the_projection_within_tolerance():
+def test_puzzle9_the_library_matmul_is_the_projection_within_tolerance(monkeypatch):
     spec9, library = load(P9, "spec.py"), load(P9, "alternatives/library_matmul.py")
-    w, x = spec9.make_weights(1, "cpu"), spec9.make_input(2, "cpu")[:, :4096]
+    monkeypatch.setattr(spec9, "M", 4096)  # the same projection, fewer tokens: 512 MB of randn is slow on a CPU
+    w, x = spec9.make_weights(1, "cpu"), spec9.make_input(2, "cpu")
     exact = (x.double().T @ w["w"].double()).float()
     got = library.forward(w, x)
     assert got.shape == (4096, spec9.N)
