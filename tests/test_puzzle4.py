@@ -77,3 +77,13 @@ def test_its_recording_shows_the_syncs_and_the_idle_gpu_the_story_names():
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
     assert recorded.values["sync.calls_per_iter"] >= SPEC.STEPS // 4  # one a step, at least the fewest steps
     assert recorded.values["gpu.busy_fraction"] < 0.5
+
+
+def test_only_a_step_that_runs_the_mlp_finds_the_next_token():
+    """A step that skipped the MLP (the embedding against the output projection) would pick other tokens:
+    dropping the model's work cannot pass for the same decoding."""
+    weights = SPEC.make_weights(6, "cpu")
+    tokens, successors = SPEC.ORDER[1:513], SPEC.ORDER[:512]  # ORDER[k] is one step from ORDER[k - 1]
+    assert torch.equal(module("baseline.py").step(weights, tokens), successors)
+    skipped = (weights["embed"][tokens].float() @ weights["out"].float().T).argmax(-1)
+    assert (skipped == successors).float().mean() < 0.01

@@ -91,3 +91,14 @@ def test_the_gpu_styles_give_the_baselines_tokens(workload):
     for seed in (4, 5):  # twice: the second call starts from the state the first left
         tokens = SPEC.make_input(seed, "cuda")
         assert torch.equal(other.forward(mine, tokens), baseline.forward(theirs, tokens))
+
+
+def test_only_a_step_that_runs_the_mlp_finds_the_next_token():
+    """A step that skipped the MLP (the embedding against the output projection) would pick other tokens:
+    dropping the model's work cannot pass for the same decoding."""
+    weights = SPEC.make_weights(6, "cpu")
+    tokens = SPEC.ORDER[:512]
+    successors = SPEC.ORDER[1:513]
+    assert torch.equal(module("baseline.py").step(weights, tokens), successors)
+    skipped = (weights["embed"][tokens].float() @ weights["out"].float().T).argmax(-1)
+    assert (skipped == successors).float().mean() < 0.01

@@ -1,9 +1,9 @@
 """Inputs for puzzle4: greedy decoding of a batch of 16 sequences, up to 96 steps, stopping at end-of-sequence.
 
 The model is small on purpose (a step is a handful of kernels of a few microseconds) and built so
-that greedy choices never hang on rounding: its output projection is its embedding relabelled by a
-successor map, so the right next token leads any other by hundreds in its logit (the MLP only nudges
-the hidden state by about 1%). Every token reaches end-of-sequence (token 0) in as many steps as its
+that greedy choices never hang on rounding: each row of its output projection is the MLP's output for
+one token, relabelled by a successor map, so the right next token leads any other by hundreds in its
+logit, and only a step that runs the MLP finds it (the embedding alone picks a random token). Every token reaches end-of-sequence (token 0) in as many steps as its
 place in the chain; each input draws its 16 prompts so that the whole batch finishes somewhere between
 a quarter and three quarters of the way through the 96 steps.
 """
@@ -19,14 +19,24 @@ ORDER = torch.cat([torch.tensor([EOS]), 1 + torch.randperm(VOCAB - 1, generator=
 
 def make_weights(seed: int, device: str) -> dict:
     g = torch.Generator().manual_seed(seed)
-    embed = torch.randn(VOCAB, HIDDEN, generator=g)  # rows nearly orthogonal: |<e_i, e_j>| ~ 23 against |e_i|^2 ~ 512
-    out = torch.empty_like(embed)
-    out[ORDER[:-1]] = embed[ORDER[1:]]  # logits peak at the successor: out[successor(t)] = embed[t]
-    out[ORDER[-1]] = torch.randn(HIDDEN, generator=g)  # the chain's far end is nobody's successor
-    out[EOS] = embed[EOS] + out[EOS]  # EOS follows itself: finished sequences stay finished
+    embed = torch.randn(VOCAB, HIDDEN, generator=g)
     w1 = torch.randn(FFN, HIDDEN, generator=g) * HIDDEN**-0.5
-    w2 = torch.randn(HIDDEN, FFN, generator=g) * FFN**-0.5 * 0.01
+    w2 = torch.randn(HIDDEN, FFN, generator=g) * FFN**-0.5 * 2  # the MLP's output outweighs the embedding
+    rows = successor_rows(embed, w1, w2)
+    out = torch.empty_like(embed)
+    out[ORDER[:-1]] = rows[ORDER[1:]]  # logits peak at the successor: out[successor(t)] = the MLP's output for t
+    out[ORDER[-1]] = torch.randn(HIDDEN, generator=g)  # the chain's far end is nobody's successor
+    out[EOS] = rows[EOS] + out[EOS]  # EOS follows itself: finished sequences stay finished
     return {k: v.to(torch.bfloat16).to(device) for k, v in {"embed": embed, "out": out, "w1": w1, "w2": w2}.items()}
+
+
+def successor_rows(embed: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """Each token's MLP output as the bf16 step computes it, less the part every token shares, scaled to
+    sqrt(HIDDEN): the output projection's row for a token's successor, so the MLP decides the choice."""
+    bf16 = lambda t: t.to(torch.bfloat16).float()  # noqa: E731
+    mlp = torch.relu(bf16(embed) @ bf16(w1).T) @ bf16(w2).T
+    mlp = mlp - mlp.mean(0)
+    return mlp * (HIDDEN**0.5 / mlp.norm(dim=1, keepdim=True))
 
 
 def make_input(seed: int, device: str) -> torch.Tensor:

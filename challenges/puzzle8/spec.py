@@ -1,7 +1,7 @@
 """Inputs for puzzle8: 64 sequences decoded greedily for up to 64 steps, each ending at its first stop word.
 
 The model is puzzle4's kind (greedy choices follow a ring of successors, never rounding: the right
-token leads by hundreds in its logit), larger per step. What is new is the host's share: every token
+token leads by hundreds in its logit, and it is the MLP that picks it), larger per step. What is new is the host's share: every token
 is a word (WORDS), and a sequence ends at the first word of STOP_WORDS in its detokenised text, as a
 server checks stop strings. Every 64th token along the ring is a stop word; each input places its 64
 prompts so that each meets one within the steps, the last of them at a step between 16 and 48. The
@@ -24,13 +24,22 @@ STOP_WORDS = sorted(WORDS[int(t)] for t in ORDER[STOP_EVERY - 1::STOP_EVERY])
 
 def make_weights(seed: int, device: str) -> dict:
     g = torch.Generator().manual_seed(seed)
-    embed = torch.randn(VOCAB, HIDDEN, generator=g)  # rows nearly orthogonal: |<e_i, e_j>| ~ 32 against |e_i|^2 ~ 1024
-    out = torch.empty_like(embed)
-    out[ORDER.roll(-1)] = embed[ORDER]  # logits peak at the successor: out[successor(t)] = embed[t]
+    embed = torch.randn(VOCAB, HIDDEN, generator=g)
     w1 = torch.randn(FFN, HIDDEN, generator=g) * HIDDEN**-0.5
-    w2 = torch.randn(HIDDEN, FFN, generator=g) * FFN**-0.5 * 0.01  # nudges the state by about 1%
+    w2 = torch.randn(HIDDEN, FFN, generator=g) * FFN**-0.5 * 2  # the MLP's output outweighs the embedding
+    out = torch.empty_like(embed)
+    out[ORDER.roll(-1)] = successor_rows(embed, w1, w2)[ORDER]  # logits peak at the successor of the MLP's output
     tensors = {k: v.to(torch.bfloat16).to(device) for k, v in {"embed": embed, "out": out, "w1": w1, "w2": w2}.items()}
     return {**tensors, "words": list(WORDS), "stop_words": list(STOP_WORDS)}
+
+
+def successor_rows(embed: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """Each token's MLP output as the bf16 step computes it, less the part every token shares, scaled to
+    sqrt(HIDDEN): the output projection's row for a token's successor, so the MLP decides the choice."""
+    bf16 = lambda t: t.to(torch.bfloat16).float()  # noqa: E731
+    mlp = torch.relu(bf16(embed) @ bf16(w1).T) @ bf16(w2).T
+    mlp = mlp - mlp.mean(0)
+    return mlp * (HIDDEN**0.5 / mlp.norm(dim=1, keepdim=True))
 
 
 def make_input(seed: int, device: str) -> torch.Tensor:
