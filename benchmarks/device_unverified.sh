@@ -65,10 +65,11 @@ case ${1:-1} in
      }
      on_gpu 0 measure puzzle9 450 4 & on_gpu 1 what_parts_5_and_6_left & wait ;;
   # Not yet run: puzzle9 with eight times the tokens; puzzle5's step costs (what its redesign needs);
-  # the warm grade's latency of puzzle3 and puzzle2 (issue 17).
-  8) sweep_then_latency() {
-       step sweep_puzzle5 120 python3 challenges/puzzle5/sweeps/step_costs.py
-       step latency 400 python3 benchmarks/grade_latency.py puzzle3 puzzle2 --warm --runs 2 --json "$OUT/latency.json"
+  # puzzle7's copies by thread count with the cgroup's throttling; the warm grade's latency (issue 17).
+  8) sweep_then_latency() {  # puzzle7's sweep again, with the cgroup's throttling counts beside each thread count
+       step sweep_puzzle5 100 python3 challenges/puzzle5/sweeps/step_costs.py
+       step sweep_puzzle7 180 python3 challenges/puzzle7/sweeps/copy_threads.py --calls 9
+       step latency 250 python3 benchmarks/grade_latency.py puzzle3 --warm --runs 2 --json "$OUT/latency.json"
      }
      on_gpu 0 measure puzzle9 540 & on_gpu 1 sweep_then_latency & wait ;;
 esac
