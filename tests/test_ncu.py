@@ -112,3 +112,11 @@ def test_spilling_instructions_are_counted_per_kernel(recorded, spills):
     measured = ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv")
     assert measured.values["ncu.spill_instructions"] == spills
     assert measured.kernels[0]["spill_instructions"] == spills and "spill_instructions" in kernel_columns(measured.kernels)
+
+
+def test_divergence_and_atomics_are_read_where_the_default_sections_give_them():
+    """Issue 15's warp-divergence and atomic-contention evidence, from columns the H100 export already has:
+    puzzle9's kernels branch alike in every thread of a warp and use no atomics."""
+    for recorded in ("baseline", "reference"):
+        values = ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv").values
+        assert values["ncu.threads_per_instruction"] == 32.0 and values["ncu.l2_atomic_busy_pct"] == 0.0

@@ -59,6 +59,10 @@ METRICS = {
     "smsp__cycles_active.avg": "sm_active_cycles",
     # Instructions that store a register to local memory or load it back: register spills' cost, counted.
     "sass__inst_executed_register_spilling": "spill_instructions",
+    # Threads doing work per warp instruction: 32 when no branch splits a warp (divergence lowers it).
+    "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio": "threads_per_instruction",
+    # How busy L2's atomic units were: contended atomics (a histogram into few bins) show here.
+    "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed": "l2_atomic_busy_pct",
 }
 # Units ncu may report a metric in -> factor to ours: µs for time, bytes for sizes, GB/s for rates.
 UNIT_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6,
