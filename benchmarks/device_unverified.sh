@@ -5,7 +5,7 @@
 # everything lands in $OUT (copy $OUT/memory/ to tests/fixtures/memory/).
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 #   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone); 1-4 ran
-#   on 2026-11-25. Parts 5-8 measure the drafts on a 2-GPU host, two at a time (5-7 ran on 2026-11-25).
+#   on 2026-11-25. Parts 5-9 measure the drafts on a 2-GPU host, two at a time (5-7 ran on 2026-11-25).
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
 RESULTS=${OUT:-/tmp/infprof-out}; OUT=/tmp/infprof-work; mkdir -p "$RESULTS" "$OUT"
@@ -64,13 +64,19 @@ case ${1:-1} in
        grades puzzle5 alternatives/masked_compiled 210
      }
      on_gpu 0 measure puzzle9 450 4 & on_gpu 1 what_parts_5_and_6_left & wait ;;
-  # Not yet run: puzzle9 with eight times the tokens; puzzle5's step costs (what its redesign needs);
-  # puzzle7's copies by thread count with the cgroup's throttling; the warm grade's latency (issue 17).
-  8) sweep_then_latency() {  # puzzle7's sweep again, with the cgroup's throttling counts beside each thread count
+  # Not yet run: puzzle9 with eight times the tokens and the new puzzle10 (part 8); puzzle5's step costs,
+  # puzzle7's copies by thread count with the cgroup's throttling, the drafts' GPU tests (their nvcc
+  # builds need more than part 5's 120 s) and the warm grade's latency, issue 17 (part 9).
+  8) on_gpu 0 measure puzzle9 560 & on_gpu 1 measure puzzle10 560 & wait ;;
+  9) sweeps() {
        step sweep_puzzle5 100 python3 challenges/puzzle5/sweeps/step_costs.py
        step sweep_puzzle7 180 python3 challenges/puzzle7/sweeps/copy_threads.py --calls 9
        step latency 250 python3 benchmarks/grade_latency.py puzzle3 --warm --runs 2 --json "$OUT/latency.json"
      }
-     on_gpu 0 measure puzzle9 540 & on_gpu 1 sweep_then_latency & wait ;;
+     tests() {
+       (export INFPROF_DRAFTS=1; step draft_gpu_tests 520 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+         tests/test_draft_puzzles.py tests/test_puzzle8.py tests/test_floor.py)
+     }
+     on_gpu 0 sweeps & on_gpu 1 tests & wait ;;
 esac
 ls -laR "$OUT" | head -60

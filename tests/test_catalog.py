@@ -38,6 +38,11 @@ def test_levels_order_the_catalog():
     assert levels == sorted(levels)
 
 
+def test_within_a_level_puzzles_count_as_people_count():
+    kernel_level = [pid for pid, p in all_puzzles(drafts=True).items() if p.level == 4]
+    assert kernel_level.index("puzzle9") < kernel_level.index("puzzle10")
+
+
 def test_unknown_puzzle_lists_known_ones():
     with pytest.raises(TutorError) as info:
         get_puzzle("puzzle99")

@@ -1,8 +1,9 @@
 """puzzle8, The stop words read between the steps, as far as the CPU can check it: a word is a stop word
 exactly when its token is one (what the set lookup and the GPU table rely on); every sequence meets its
 stop word and the batch ends mid-way; greedy choices never hang on rounding; the host-run styles give
-the baseline's tokens exactly; its folder and its H100 recording pass dev check. The tiers were set on
-the H100 (MEASUREMENTS.md); the graphed reference and the pinned overlap are the GPU's to test.
+the baseline's tokens exactly; its H100 recording shows the long host (its folder:
+tests/test_dev_check.py). The tiers were set on the H100 (MEASUREMENTS.md); the graphed reference and
+the pinned overlap are the GPU's to test.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tutor.catalog import all_puzzles, get_puzzle
-from tutor.dev_check import static_checks
+from tutor.catalog import get_puzzle
 from tutor.harness.loading import load_module
 from tutor.metrics import ProfileMetrics
 
@@ -68,15 +68,9 @@ def test_the_host_runnable_styles_give_the_baselines_tokens(workload):
     assert int((expected == SPEC.PAD).sum()) > 0  # the output is masked after each stop word
 
 
-def test_it_ships_with_its_recording_and_every_folder_check_passes():
-    assert "puzzle8" in all_puzzles() and not PUZZLE.draft
-    checks = {c.name: c for c in static_checks(PUZZLE)}
-    assert checks["recordings"].status == "ok" and "h100_baseline_metrics.json" in checks["recordings"].detail
-    assert all(c.status == "ok" for c in checks.values()), [c for c in checks.values() if c.status != "ok"]
-
-
 def test_its_recording_shows_a_host_twenty_times_longer_than_the_gpu():
     """What the story asks the learner to find: the search, not the GPU, is the long side."""
+    assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text()).values
     assert recorded["cpu.time_per_iter_us"] > 20 * recorded["gpu.time_per_iter_us"]
     assert recorded["gpu.busy_fraction"] < 0.1 and recorded["sync.calls_per_iter"] >= SPEC.STEPS // 4

@@ -6,6 +6,7 @@ Pure data: reading the catalog imports neither torch nor pandas, so `list` stays
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -228,7 +229,12 @@ def _scan(root: Path) -> tuple[dict[str, Puzzle], tuple[TutorError, ...]]:
                 found.append(load_puzzle(folder))
             except TutorError as e:
                 problems.append(e)
-    return {p.id: p for p in sorted(found, key=lambda p: (p.level, p.id))}, tuple(problems)
+    return {p.id: p for p in sorted(found, key=_catalog_order)}, tuple(problems)
+
+
+def _catalog_order(p: Puzzle) -> tuple:
+    """By level, then by id as a person counts: puzzle9 before puzzle10."""
+    return (p.level, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", p.id)])
 
 
 def drafts_shown() -> bool:
