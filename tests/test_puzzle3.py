@@ -14,16 +14,18 @@ import tomllib
 
 from pathlib import Path
 
-from graders.puzzle3 import answer_from_facts, autotune_report, kernel_evidence
+from graders.puzzle3 import answer_from_facts, autotune_report
 from tutor import reference
 from tutor.actions import ProfileOutcome
 from tutor.catalog import get_puzzle
+from tutor.grading import kernel_evidence as evidence
 from tutor.grading.puzzle_checks import LearnerProfiles
 from tutor.profilers import ncu
 from tutor.reference import install_reference
 from conftest import recording
 
 FIXTURES = Path(__file__).parent / "fixtures"
+P3 = get_puzzle("puzzle3")
 
 
 def ncu_csv(which: str) -> Path:
@@ -70,37 +72,37 @@ def ncu_profiles(code_hash: str = "graded") -> LearnerProfiles:
 
 
 def test_kernel_evidence_that_tells_the_kernels_apart_passes():
-    criterion = kernel_evidence({"metric": "ncu.waves_per_sm", "baseline": 1.94, "mine": 0.97}, ncu_profiles())
+    criterion = evidence.criterion(P3, {"metric": "ncu.waves_per_sm", "baseline": 1.94, "mine": 0.97}, ncu_profiles())
     assert criterion.passed, criterion.details
     assert "gemm_INT_kernel" in criterion.details[0] and "gemm_splitK_INT_kernel" in criterion.details[1]
 
 
 def test_kernel_evidence_must_match_each_profile():
     swapped = {"metric": "ncu.waves_per_sm", "baseline": 0.97, "mine": 1.94}
-    criterion = kernel_evidence(swapped, ncu_profiles())
+    criterion = evidence.criterion(P3, swapped, ncu_profiles())
     assert not criterion.passed
     assert [d.endswith("✗") for d in criterion.details[:2]] == [True, True]
 
 
 def test_a_metric_both_kernels_share_does_not_explain_the_choice():
     # Both launch 256 blocks: the grid alone is not why split-K wins.
-    criterion = kernel_evidence({"metric": "ncu.grid_size", "baseline": 256, "mine": 256}, ncu_profiles())
+    criterion = evidence.criterion(P3, {"metric": "ncu.grid_size", "baseline": 256, "mine": 256}, ncu_profiles())
     assert not criterion.passed and "same for both" in criterion.summary
 
 
 def test_duration_says_that_not_why():
-    criterion = kernel_evidence({"metric": "ncu.duration_us", "baseline": 33.8, "mine": 20.4}, ncu_profiles())
+    criterion = evidence.criterion(P3, {"metric": "ncu.duration_us", "baseline": 33.8, "mine": 20.4}, ncu_profiles())
     assert not criterion.passed and "explains" in criterion.summary
 
 
 def test_a_profile_of_older_code_does_not_count():
-    criterion = kernel_evidence({"metric": "ncu.waves_per_sm", "baseline": 1.94, "mine": 0.97},
+    criterion = evidence.criterion(P3, {"metric": "ncu.waves_per_sm", "baseline": 1.94, "mine": 0.97},
                                 ncu_profiles(code_hash="an earlier workload.py"))
     assert not criterion.passed and any("older workload.py" in d for d in criterion.details)
 
 
 def test_no_ncu_profiles_fails_and_says_how():
-    criterion = kernel_evidence({"metric": "ncu.waves_per_sm", "baseline": 1.94, "mine": 0.97}, LearnerProfiles())
+    criterion = evidence.criterion(P3, {"metric": "ncu.waves_per_sm", "baseline": 1.94, "mine": 0.97}, LearnerProfiles())
     assert not criterion.passed and any("--profiler ncu" in d for d in criterion.details)
 
 
@@ -121,7 +123,7 @@ def test_reference_install_reports_the_run_and_cites_both_ncu_profiles(workspace
     assert [e["value"] for e in installed["evidence"]] == [0.2, 1234.5]
     assert autotune_report(FACTS, installed["autotune"]).passed
     assert installed["kernel_evidence"] == {"metric": "ncu.waves_per_sm", "baseline": 1.94, "mine": 0.97}
-    assert kernel_evidence(installed["kernel_evidence"], ncu_profiles()).passed
+    assert evidence.criterion(P3, installed["kernel_evidence"], ncu_profiles()).passed
 
 
 def test_baseline_profile_shows_a_gpu_waiting_on_the_host():
@@ -144,7 +146,7 @@ def test_no_kernel_evidence_caps_the_tier_at_bronze():
     # A CUDA graph around GemLite's own kernels is the bronze fix; silver and gold need a better, explained choice.
     from tutor.actions import capped
 
-    criterion = kernel_evidence({}, LearnerProfiles())
+    criterion = evidence.criterion(P3, {}, LearnerProfiles())
     assert criterion.passed and criterion.caps_tier == "bronze"
     puzzle = get_puzzle("puzzle3")
     assert [capped(puzzle, tier, [criterion]) for tier in ("", "bronze", "silver", "gold")] == ["", "bronze", "bronze", "bronze"]

@@ -101,6 +101,8 @@ class Puzzle:
     # The profilers a full grade reads (their tools must be here): the first of `profilers` unless it says.
     grade_profilers: tuple[str, ...] = ("torch",)
     grader: str = ""  # optional module under graders/ with extra checks
+    # The first tier a kernel puzzle's [kernel_evidence] is needed for (tutor.grading.kernel_evidence); "" if none.
+    kernel_evidence_for: str = ""
     # Honest solutions in other styles (alternatives/<name>.py) -> the tier each must reach at least.
     alternatives: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     extra: dict = field(default_factory=dict, hash=False, compare=False)
@@ -174,6 +176,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             profilers=tuple(meta.get("profilers", ("torch",))),
             grade_profilers=tuple(meta.get("grade_profilers", meta.get("profilers", ("torch",))[:1])),
             grader=meta.get("grader", ""),
+            kernel_evidence_for=str(meta.get("kernel_evidence", {}).get("required_for", "")),
             alternatives=dict(meta.get("alternatives", {})),
             extra=meta.get("extra", {}),
             draft=str(meta.get("draft", "")),
@@ -204,6 +207,9 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
             raise TutorError(f"{meta_path}: alternative '{name}' expects tier '{tier}', not one of "
                              f"{sorted(tiers | {NO_TIER})}",
                              "Fix the puzzle metadata.")
+    if p.kernel_evidence_for and p.kernel_evidence_for not in [t.name for t in p.tiers][1:]:
+        raise TutorError(f"{meta_path}: [kernel_evidence] required_for = '{p.kernel_evidence_for}' must name a tier "
+                         "after the first", "Fix the puzzle metadata.")
     if p.grader and not (GRADERS_DIR / f"{p.grader}.py").is_file():
         raise TutorError(f"{meta_path}: grader '{p.grader}' has no module graders/{p.grader}.py", "Fix the puzzle metadata.")
     from tutor.profilers.registry import PROFILERS  # the registry reads Puzzle: imported once the catalog is

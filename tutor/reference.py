@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from tutor import actions
-from tutor.catalog import NO_TIER, Puzzle
+from tutor.catalog import Puzzle
 from tutor.grading.answer import read_answer
 from tutor.grading.puzzle_checks import grader_module
 from tutor.profilers.registry import profiler_giving
@@ -36,8 +36,11 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> N
     grader = grader_module(puzzle)
     facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
     expected = puzzle.alternatives[which.removeprefix("alternatives/")] if which.startswith("alternatives/") else ""
-    # A fix that earns the first tier has no better kernel to explain.
-    without = {"kernel_evidence"} if expected in (NO_TIER, puzzle.tiers[0].name) else set()
+    # A fix expected below the tier [kernel_evidence] starts at (or at no tier) has no better kernel to explain.
+    names = [t.name for t in puzzle.tiers]
+    needed = names.index(puzzle.kernel_evidence_for) if puzzle.kernel_evidence_for else len(names)
+    below = expected != "" and (expected not in names or names.index(expected) < needed)
+    without = {"kernel_evidence"} if below else set()
     install_reference(ws, puzzle, values, grader.answer_from_facts(facts) if facts else {},
                       puzzle.solution_path(which), without)
 
@@ -54,7 +57,7 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
     """The solution's files, and its answer.toml with `profile_values` (the baseline's torch profile) cited.
 
     `reported` replaces tables of the solution's answer with what the run showed. A
-    [kernel_evidence] table (puzzle3) cites Nsight Compute numbers of the baseline and of the
+    [kernel_evidence] table (a kernel puzzle's) cites Nsight Compute numbers of the baseline and of the
     solution itself: those two profiles are taken here, after the solution is in place. `workload`
     replaces the solution's workload.py (an honest alternative); tables in `without` are left out.
     """

@@ -1,4 +1,5 @@
-"""Puzzle-specific checks: a module `graders/<name>.py` named by puzzle.toml's `grader`.
+"""Puzzle-specific checks: a module `graders/<name>.py` named by puzzle.toml's `grader`, and a kernel
+puzzle's [kernel_evidence] (tutor.grading.kernel_evidence) where puzzle.toml asks for it.
 
 Such a module defines `criteria(puzzle, result, answer_path, profiles) -> list[Criterion]`,
 where result is the harness's raw check result (samples, correctness checks, the timed
@@ -41,7 +42,11 @@ def grader_module(puzzle: Puzzle):
 
 def puzzle_criteria(puzzle: Puzzle, result: dict, answer_path: Path | None = None,
                     profiles: LearnerProfiles | None = None) -> list[Criterion]:
+    profiles = profiles or LearnerProfiles()
     module = grader_module(puzzle)
-    if module is None:
-        return []
-    return list(module.criteria(puzzle, result, answer_path, profiles or LearnerProfiles()))
+    found = list(module.criteria(puzzle, result, answer_path, profiles)) if module else []
+    if puzzle.kernel_evidence_for:  # a kernel puzzle's [kernel_evidence] (tutor.grading.kernel_evidence)
+        from tutor.grading import kernel_evidence
+
+        found.append(kernel_evidence.criterion(puzzle, kernel_evidence.cited_table(answer_path), profiles))
+    return found
