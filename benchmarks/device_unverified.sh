@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# One device call for what has not yet run on the H100 (the 2026-11-25 sessions had no GPU time):
-# the physical floor's probe, the memory profiler and its fixtures, the warm harness's GPU test and
-# its latency, and dev check. Four calls (each step has a time limit, so each part fits in 10 minutes);
-# everything lands in $OUT (copy $OUT/memory/ to tests/fixtures/memory/).
+# What has not yet run on the H100, a part a device call (each step has a time limit, so each part fits in
+# its 10 minutes): `bash benchmarks/device_unverified.sh N`. Parts 1-4 (one GPU; they ran on 2026-11-25):
+# the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
+# warm harness and its latency, dev check. Parts 5-10 (a 2-GPU host, one job a GPU; 5-7 ran on
+# 2026-11-25): the drafts measured, their sweeps and GPU tests, issue 17's latencies.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
-#   bash benchmarks/device_unverified.sh 1, then 2, 3 and 4 (part 2 re-records puzzle2's memory alone); 1-4 ran
-#   on 2026-11-25. Parts 5-9 measure the drafts on a 2-GPU host, two at a time (5-7 ran on 2026-11-25).
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
 RESULTS=${OUT:-/tmp/infprof-out}; OUT=/tmp/infprof-work; mkdir -p "$RESULTS" "$OUT"
@@ -78,5 +77,13 @@ case ${1:-1} in
          tests/test_draft_puzzles.py tests/test_puzzle8.py tests/test_floor.py)
      }
      on_gpu 0 sweeps & on_gpu 1 tests & wait ;;
+  # Issue 17's slow grade: puzzle1's compiled GEMV under max-autotune, graded twice (the first autotunes for
+  # minutes; the second must find the workspace's caches), beside puzzle1's and puzzle2's warm latency.
+  10) on_gpu 0 step latency_max_autotune 560 python3 benchmarks/grade_latency.py puzzle1 --warm --runs 2 \
+        --workload alternatives/compiled_fp8_gemv.py --compile-mode max-autotune-no-cudagraphs \
+        --json "$OUT/latency_max_autotune.json" &
+      on_gpu 1 step latency 560 python3 benchmarks/grade_latency.py puzzle1 puzzle2 --warm --runs 3 \
+        --json "$OUT/latency.json" &
+      wait ;;
 esac
 ls -laR "$OUT" | head -60

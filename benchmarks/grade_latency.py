@@ -1,7 +1,8 @@
 """Wall time of `grade` and of a quick check per runnable puzzle, split by stage, cold and warm.
 
     python benchmarks/grade_latency.py [puzzle ...] [--runs 3] [--which reference|baseline]
-                                       [--warm | --cold] [--json out.json]
+                                       [--workload FILE [--compile-mode MODE]] [--warm | --cold]
+                                       [--json out.json]
 
 Without puzzle ids: puzzle0 (CPU) and puzzle1 when this machine can run it (tutor.machine).
 `--warm` starts a warm harness first (tutor.warm; its start is printed, not counted) and every run
@@ -13,6 +14,12 @@ starts `grading` (so it includes the harness's exit), and `grading` is the tutor
 that (diagnosis, the db write). The second and later grades of unchanged code find torch.compile's
 and triton's caches in the workspace (tutor.harness.worker.use_compile_caches).
 
+--workload FILE grades FILE (a path in the puzzle's folder, or any path) as the learner's workload.py,
+with the reference's answer; --compile-mode MODE first swaps its torch.compile mode for MODE. Issue
+17's slow grade is puzzle1's `--workload alternatives/compiled_fp8_gemv.py --compile-mode
+max-autotune-no-cudagraphs`: its first grade autotunes for minutes, and the second must find the
+workspace's caches and not autotune again.
+
 --json writes, per puzzle, {"stages": {name: median seconds}, "grade_s": median, "quick_check_s":
 median, "warm": bool, "grades": [...], "quick_checks": [...]}: the object itself for one puzzle,
 else {puzzle: object}.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -93,6 +101,13 @@ def measure(puzzle_id: str, args) -> dict | None:
     ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-latency-")) / "ws")
     t0 = time.monotonic()
     ready_to_grade(ws, puzzle, args.which)
+    if args.workload:  # a learner's workload.py of another style, graded with the reference's answer
+        source = (puzzle.folder / args.workload).read_text()
+        if args.compile_mode:
+            source, swapped = re.subn(r'mode="[a-z-]+"', f'mode="{args.compile_mode}"', source)
+            if not swapped:
+                raise SystemExit(f"{args.workload} has no torch.compile mode to swap")
+        ws.editable_path(puzzle, "workload.py").write_text(source)
     print(f"{puzzle_id}: profile baseline (and install the reference) {time.monotonic() - t0:.1f} s "
           "(not counted)", flush=True)
     grades, checks = [], []
@@ -104,7 +119,8 @@ def measure(puzzle_id: str, args) -> dict | None:
         checks.append(stages)
         print(f"  quick check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
     how = "warm" if args.warm else "cold"
-    print_stages(f"{puzzle_id} ({puzzle.hardware.device}), {args.which}, {how}, {len(grades)} grades: seconds per stage",
+    what = f"{args.workload} {args.compile_mode or ''}".strip() if args.workload else args.which
+    print_stages(f"{puzzle_id} ({puzzle.hardware.device}), {what}, {how}, {len(grades)} grades: seconds per stage",
                  grades)
     print_stages(f"{puzzle_id}, {how}, {len(checks)} quick checks: seconds per stage", checks)
     names = list(dict.fromkeys(name for run in grades for name in run))
@@ -119,6 +135,8 @@ def main() -> int:
     parser.add_argument("puzzles", nargs="*")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--which", choices=["reference", "baseline"], default="reference")
+    parser.add_argument("--workload", type=Path, help="a workload.py to grade instead of the reference's")
+    parser.add_argument("--compile-mode", help="with --workload: its torch.compile mode swapped for this one")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--warm", action="store_true", help="every run forks from a warm harness")
     how.add_argument("--cold", action="store_true", help="every run is a fresh Python (the default)")
