@@ -2,10 +2,13 @@
 measure_draft.py writes them) reduced to what tests/test_grading_rules.py reads under today's bars.
 
     python benchmarks/grades_fixture.py PUZZLE CALL FILE... > tests/fixtures/h100_grades_PUZZLE_DATE.json
+    python benchmarks/grades_fixture.py PUZZLE --table FILE...   # MEASUREMENTS.md's table rows instead
 
 CALL names the device call the grades came from (MEASUREMENTS.md says which). A file's name says which
 solution it graded (PUZZLE_reference.json, PUZZLE_alternatives_NAME.json); the baseline's own grades
-are left out (no tier is expected of it).
+are left out (no tier is expected of it). --table prints a Markdown row per file, the baseline's too:
+grades, the baseline's and its own median ms per grade, the speed-up's median and the lower bound of
+its interval per grade (on the clock of the puzzle's last tier), and the tiers the grades read then.
 """
 
 from __future__ import annotations
@@ -39,7 +42,26 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
             for g in json.loads(path.read_text())]
 
 
+def table_row(puzzle: str, path: Path) -> str:
+    from tutor.catalog import get_puzzle
+
+    grades = json.loads(path.read_text())
+    clock = get_puzzle(puzzle, drafts=True).tiers[-1].clock
+    span = lambda values, fmt: f"{fmt.format(min(values))}-{fmt.format(max(values))}"  # noqa: E731
+    estimates = [g["speedups"][clock]["baseline"] for g in grades]
+    return " | ".join(["", which_of(path, puzzle), str(len(grades)),
+                       span([g["timings_ms"]["baseline"] for g in grades], "{:.2f}"),
+                       span([g["timings_ms"]["mine"] for g in grades], "{:.2f}"),
+                       span([e["median"] for e in estimates], "{:.2f}") + "x", span([e["low"] for e in estimates], "{:.2f}"),
+                       ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
+
+
 def main(puzzle: str, call: str, paths: list[str]) -> None:
+    if call == "--table":
+        print("| workload | grades | baseline ms | its ms | speed-up (median) | lower bound | tier then |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(table_row(puzzle, Path(p)) for p in paths))
+        return
     found = [row for p in paths for row in rows(puzzle, call, Path(p))]
     print("[\n" + ",\n".join(json.dumps(r) for r in found) + "\n]")
 

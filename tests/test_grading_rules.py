@@ -186,3 +186,26 @@ def test_puzzle0s_solutions_read_one_tier_idle_or_loaded():
     assert set(tiers) == {"reference", *(f"alternatives/{n}" for n in get_puzzle("puzzle0").alternatives)}
     assert {w: sorted(set(t)) for w, t in tiers.items()} == {w: ["gold"] for w in tiers}, tiers
     assert min(len(t) for t in tiers.values()) >= 10
+
+
+def test_the_fixture_writer_keeps_what_these_tests_read(tmp_path):
+    """benchmarks/grades_fixture.py, on grade_stability.py's output: a grader's own failed rule voids the
+    tier, the baseline's grades are left out, and the file's name says which solution it graded."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "benchmarks" / "grades_fixture.py"
+    spec = importlib.util.spec_from_file_location("grades_fixture", path)
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    grade = {"run": 1, "rounds": 60, "tier": "silver", "timings_ms": {"baseline": 2.0, "mine": 1.0},
+             "speedups": {"call": {"baseline": {"median": 2.000004, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}},
+             "criteria": {"correctness": True, "diagnosis": True, "performance": True, "fp8 weights": False},
+             "clocks": {"mine": {"method": "held"}}}
+    (tmp_path / "puzzle1_alternatives_bf16_graph.json").write_text(json.dumps([grade]))
+    (tmp_path / "puzzle1_baseline.json").write_text(json.dumps([grade]))
+    rows = [r for name in ("puzzle1_alternatives_bf16_graph.json", "puzzle1_baseline.json")
+            for r in writer.rows("puzzle1", "part1", tmp_path / name)]
+    assert rows == [{"puzzle": "puzzle1", "which": "alternatives/bf16_graph", "call": "part1", "run": 1, "rounds": 60,
+                     "tier_then": "silver", "rules_passed": False, "mine_gpu_clock": "held",
+                     "speedups": {"call": {"baseline": {"median": 2.0, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}}}]
+    assert reached(rows[0]) == ""  # fast enough, but its rule failed
