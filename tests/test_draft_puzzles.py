@@ -232,3 +232,21 @@ def test_puzzle10_every_style_counts_what_the_baseline_counts(workload):
     got = other.forward(other.prepare({}, "cuda"), routes)
     print(workload, got[:8].tolist())
     assert torch.equal(got, expected) and int(expected.sum()) == spec10.ROUTES
+
+
+def test_the_device_script_names_only_puzzles_and_files_that_exist():
+    """benchmarks/device_unverified.sh runs on a GPU lent for minutes: a draft renamed or a sweep moved must
+    fail here, not there. Every puzzle it measures or grades is in the catalog (drafts too), every file
+    it runs exists, and bash can parse it."""
+    import re
+    import subprocess
+
+    root = Path(__file__).parents[1]
+    script = (root / "benchmarks" / "device_unverified.sh").read_text()
+    assert subprocess.run(["bash", "-n", str(root / "benchmarks" / "device_unverified.sh")]).returncode == 0
+    puzzles = set(re.findall(r"\b(?:measure|grades|grade_latency\.py|dev check)\s+(puzzle\d+)", script))
+    assert {"puzzle9", "puzzle10"} <= puzzles and puzzles <= set(all_puzzles(drafts=True))
+    files = set(re.findall(r"\b((?:benchmarks|challenges|tests)/[\w/.-]+\.py)\b", script))
+    assert len(files) >= 6 and all((root / f).is_file() for f in files), [f for f in files if not (root / f).is_file()]
+    graded = re.findall(r"grades (puzzle\d+) alternatives/(\w+)", script)  # one solution graded alone
+    assert graded and all(name in get_puzzle(pid, drafts=True).alternatives for pid, name in graded), graded
