@@ -194,3 +194,16 @@ def test_a_missing_profiler_stops_only_a_profile_taken_with_it(monkeypatch):
     assert stopped is not None and "ncu" in stopped.message
     no_gpu = preflight(run_kind("grade", p3), p3, CPU_ONLY)
     assert no_gpu is not None and "(no CUDA)" in no_gpu.message
+
+
+def test_a_kernel_puzzle_without_nvcc_or_ninja_says_which_and_how_to_get_them(monkeypatch):
+    """puzzle9 and puzzle10 build their CUDA kernels on the learner's machine: a GPU without the toolkit is
+    not ready, and the blocker names what is missing rather than failing in the build."""
+    puzzle = get_puzzle("puzzle10", drafts=True)
+    assert puzzle.hardware.tools == ("nvcc", "ninja") and "tools: nvcc, ninja" in puzzle.hardware.needs()
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "ninja" else real_which(name, *a, **k))
+    blockers = [b for b in readiness(puzzle, H100_READY).blockers if b.label == "missing tool"]
+    assert len(blockers) == 1 and "ninja" in blockers[0].why and "nvcc" not in blockers[0].why.split(".")[0]
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: f"/usr/bin/{name}")
+    assert not [b for b in readiness(puzzle, H100_READY).blockers if b.label == "missing tool"]

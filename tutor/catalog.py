@@ -27,6 +27,7 @@ class Hardware:
     min_compute_capability: float = 0.0
     gpus: int = 0
     packages: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()  # programs it needs on PATH (a kernel puzzle's nvcc and ninja)
     elsewhere: str = ""  # what to expect on other GPUs than the one the puzzle was measured on
 
     def needs(self) -> str:
@@ -38,6 +39,8 @@ class Hardware:
             need += f", compute capability >= {self.min_compute_capability:g}"
         if self.packages:
             need += f"; packages: {', '.join(self.packages)}"
+        if self.tools:
+            need += f"; tools: {', '.join(self.tools)}"
         return need
 
 
@@ -160,7 +163,8 @@ def load_puzzle(folder: Path) -> Puzzle:
             level=int(meta["level"]),
             summary=meta.get("summary", ""),
             folder=folder,
-            hardware=Hardware(**{**meta.get("hardware", {}), "packages": tuple(meta.get("hardware", {}).get("packages", ()))}),
+            hardware=Hardware(**{**meta.get("hardware", {}), **{key: tuple(meta.get("hardware", {}).get(key, ()))
+                                                                 for key in ("packages", "tools")}}),
             editable=tuple(meta["files"]["editable"]),
             workloads=workloads,
             correctness=Correctness(**corr),

@@ -225,6 +225,11 @@ def require_hardware(puzzle: Puzzle, machine: Machine | None = None) -> None:
                                  " ".join(b.why for b in blockers))
 
 
+# A kernel puzzle's CUDA source is built by torch.utils.cpp_extension on the learner's machine.
+TOOLS_FIX = ("This puzzle builds its CUDA kernels on your machine (torch.utils.cpp_extension): install the "
+             "CUDA toolkit whose version matches your PyTorch's CUDA, so nvcc is on PATH, and `pip install ninja`.")
+
+
 def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
     """Everything that stops `puzzle` from running here, most fundamental first."""
     m = machine or this_machine()
@@ -254,6 +259,8 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
     missing = [p for p in hw.packages if not _has_module(p)]
     if missing:
         blockers.append(Blocker("missing package", f"Not installed: {', '.join(missing)}. {GPU_EXTRAS_FIX}"))
+    if absent := [tool for tool in hw.tools if shutil.which(tool) is None]:
+        blockers.append(Blocker("missing tool", f"Not on PATH: {', '.join(absent)}. {TOOLS_FIX}"))
     old = [p for p in hw.packages if p not in missing and too_old(p)]
     if old:
         blockers.append(Blocker("old package", f"Too old: {', '.join(map(too_old, old))}. Upgrade: "
