@@ -21,6 +21,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 [ "${1:-1}" -le 4 ] && python3 -m tutor.cli warm --idle-min 20 > /tmp/warm.log 2>&1  # every grade below forks from it
 on_gpu() {  # on_gpu N STEP...: steps on GPU N alone, forked from a warm harness of that GPU's own
   local gpu=$1; shift
+  if [ "$gpu" -ge "$(nvidia-smi -L | wc -l)" ]; then  # a 1-GPU machine: say what did not run, run the rest
+    echo "== skipped on GPU $gpu (this machine has $(nvidia-smi -L | wc -l)): $*"; return 0
+  fi
   (export CUDA_VISIBLE_DEVICES=$gpu; python3 -m tutor.cli warm --idle-min 20 > "/tmp/warm$gpu.log" 2>&1; "$@")
 }
 measure() {  # measure PUZZLE SECONDS [GRADES]: a draft measured, 5 grades a solution, into $OUT/PUZZLE
