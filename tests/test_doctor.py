@@ -207,3 +207,21 @@ def test_a_kernel_puzzle_without_nvcc_or_ninja_says_which_and_how_to_get_them(mo
     assert len(blockers) == 1 and "ninja" in blockers[0].why and "nvcc" not in blockers[0].why.split(".")[0]
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: f"/usr/bin/{name}")
     assert not [b for b in readiness(puzzle, H100_READY).blockers if b.label == "missing tool"]
+
+
+@pytest.mark.parametrize("cpu_max, state", [("200000 100000\n", "note"), ("max 100000\n", "ok"), (None, "ok")])
+def test_a_cpu_quota_below_the_visible_cpus_is_named_with_its_fix(tmp_path, monkeypatch, cpu_max, state):
+    """In a container capped at 2 CPUs with 8 visible, torch's 8 threads are throttled together: the doctor
+    says so and how many threads to ask for; no cap (or no cgroup file) is fine."""
+    from tutor import doctor
+
+    if cpu_max is not None:
+        (tmp_path / "cpu.max").write_text(cpu_max)
+    monkeypatch.setattr(doctor.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    finding = doctor._cpus(tmp_path)
+    assert finding.state == state
+    if state == "note":
+        assert "quota of 2" in finding.detail and finding.fix == "export OMP_NUM_THREADS=2 before starting the tutor"
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # already set: nothing to fix
+    assert doctor._cpus(tmp_path).state == "ok"

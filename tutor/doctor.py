@@ -7,6 +7,7 @@ the TUI and `list` comes from the same readiness code.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from tutor.profilers.registry import PROFILERS
 
 # Compile caches, traces and ncu reports of a few grades; below this a grade may fail half-way.
 LOW_DISK_GIB = 2.0
+CGROUP = Path("/sys/fs/cgroup")  # cgroup v2: cpu.max is "<quota> <period>" or "max <period>"
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def diagnose(puzzles: list[Puzzle], machine: Machine | None = None, disk_at: Pat
     checks = tuple(PuzzleCheck(p, could_run(p, m), readiness(p, m)) for p in puzzles)
     runnable = [c.puzzle for c in checks if c.could_run]
     findings = [_python(), *_torch(m), *_gpus(m), *_profilers(m, puzzles, runnable),
-                *_packages(m, puzzles, runnable), _disk(disk_at or Path.cwd())]
+                *_packages(m, puzzles, runnable), _cpus(), _disk(disk_at or Path.cwd())]
     return Report(tuple(findings), checks)
 
 
@@ -165,6 +167,27 @@ def _packages(m: Machine, puzzles: list[Puzzle], runnable: list[Puzzle]) -> list
         else:
             out.append(Finding(package, "ok", f"{version}{needs}"))
     return out
+
+
+def cpu_quota(cgroup: Path = CGROUP) -> float | None:
+    """The CPUs this container may use at once (cgroup v2 cpu.max), or None where nothing caps them."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
+
+
+def _cpus(cgroup: Path = CGROUP) -> Finding:
+    visible, quota = len(os.sched_getaffinity(0)), cpu_quota(cgroup)
+    detail = f"{visible} CPUs" + (f", a quota of {quota:g} (cgroup cpu.max)" if quota else "")
+    if quota and quota < visible and "OMP_NUM_THREADS" not in os.environ:
+        # torch starts a thread per visible CPU; past the quota the kernel pauses the whole group until the
+        # next period, so a many-threaded host copy can stall for most of 100 ms.
+        return Finding("CPUs", "note", f"{detail}: torch starts {visible} threads, and past the quota all of them "
+                       "wait for the next period, so host-side work (copies, a CPU puzzle) can stall",
+                       f"export OMP_NUM_THREADS={max(1, int(quota))} before starting the tutor")
+    return Finding("CPUs", "ok", detail)
 
 
 def _disk(path: Path) -> Finding:
