@@ -33,7 +33,6 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +42,7 @@ from tutor.machine import readiness
 from tutor.quick_check import quick_check
 from tutor.reference import ready_to_grade
 from tutor.warm import WarmHarness
-from tutor.workspace import init_workspace
+from tutor.workspace import scratch_workspace
 
 DEFAULT_PUZZLES = ("puzzle0", "puzzle1")
 
@@ -98,7 +97,7 @@ def measure(puzzle_id: str, args) -> dict | None:
     if not ready.ok:
         print(f"{puzzle_id}: skipped ({ready.label}: {ready.why})\n", flush=True)
         return None
-    ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-latency-")) / "ws")
+    ws = scratch_workspace("infprof-latency-")
     t0 = time.monotonic()
     ready_to_grade(ws, puzzle, args.which)
     if args.workload:  # a learner's workload.py of another style, graded with the reference's answer

@@ -6,17 +6,15 @@
 from __future__ import annotations
 
 import sys
-import tempfile
-from pathlib import Path
 
 from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.reference import ready_to_grade
-from tutor.workspace import init_workspace
+from tutor.workspace import scratch_workspace
 
 
 def main(puzzle_id: str, which: str = "reference") -> None:
-    ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-once-")) / "ws")
+    ws = scratch_workspace("infprof-once-")
     puzzle = get_puzzle(puzzle_id)
     ready_to_grade(ws, puzzle, which)
     verdict = actions.grade(ws, puzzle)

@@ -21,7 +21,6 @@ import json
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.reference import ready_to_grade
 from tutor.runner import RESULT_NAME
-from tutor.workspace import init_workspace
+from tutor.workspace import scratch_workspace
 
 BOOTSTRAP_RESAMPLES = 400
 
@@ -99,7 +98,7 @@ def main() -> int:
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     arms = [int(r) for r in args.rounds.split(",") if r] or [None]
-    ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-stability-")) / "ws")
+    ws = scratch_workspace("infprof-stability-")
 
     t0 = time.monotonic()
     ready_to_grade(ws, puzzle, args.which)

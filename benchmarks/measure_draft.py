@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def record_baseline(puzzle, out: Path) -> None:
     """The baseline's torch profile, as study mode ships it in recordings/."""
     from tutor import actions
-    from tutor.workspace import init_workspace
+    from tutor.workspace import scratch_workspace
 
-    outcome = actions.profile(init_workspace(Path(tempfile.mkdtemp()) / "ws"), puzzle, "baseline")
+    outcome = actions.profile(scratch_workspace("infprof-draft-"), puzzle, "baseline")
     shutil.copy2(outcome.run_dir / "metrics.json", out / "h100_baseline_metrics.json")
     opener = gzip.open if outcome.trace_path.suffix == ".gz" else open
     with opener(outcome.trace_path, "rb") as src, gzip.open(out / "h100_baseline_trace.json.gz", "wb") as dst:
@@ -41,9 +40,9 @@ def record_ncu(puzzle, out: Path) -> None:
     """The baseline's and the reference's Nsight Compute exports, for a kernel puzzle's CPU tests."""
     from tutor import actions
     from tutor.reference import ready_to_grade
-    from tutor.workspace import init_workspace
+    from tutor.workspace import scratch_workspace
 
-    ws = init_workspace(Path(tempfile.mkdtemp()) / "ws")
+    ws = scratch_workspace("infprof-draft-")
     shutil.copy2(actions.profile(ws, puzzle, "baseline", profiler="ncu").run_dir / "ncu.csv", out / "h100_baseline_ncu.csv")
     ready_to_grade(ws, puzzle, "reference")
     shutil.copy2(actions.profile(ws, puzzle, "mine", profiler="ncu").run_dir / "ncu.csv", out / "h100_reference_ncu.csv")

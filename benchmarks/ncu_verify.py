@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 from tutor.progress import Progress
 from tutor.reference import ready_to_grade
-from tutor.workspace import init_workspace
+from tutor.workspace import scratch_workspace
 
 
 def main() -> int:
@@ -29,7 +28,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
-    ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-ncu-")) / "ws")
+    ws = scratch_workspace("infprof-ncu-")
     ready_to_grade(ws, puzzle)
     for which in ("baseline", "mine"):
         t0 = time.monotonic()

@@ -14,14 +14,12 @@ import cProfile
 import pstats
 import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.harness.__main__ import run
-from tutor.workspace import init_workspace
+from tutor.workspace import scratch_workspace
 
 
 class StageClock:
@@ -47,7 +45,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
-    ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-profile-")) / "ws")
+    ws = scratch_workspace("infprof-profile-")
     if args.which == "reference":
         shutil.copy2(puzzle.solution_path(), ws.editable_path(puzzle, "workload.py"))
     request = actions.check_request(ws, puzzle, ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)])

@@ -11,10 +11,8 @@ Grades run in a throwaway workspace, never the learner's.
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator
 
 from tutor.catalog import NO_TIER, Puzzle, load_puzzle
@@ -146,7 +144,7 @@ def run_checks(puzzle: Puzzle, on_stage: Callable[[str], None] = lambda _: None)
     from tutor import actions
     from tutor.machine import readiness
     from tutor.reference import ready_to_grade
-    from tutor.workspace import init_workspace
+    from tutor.workspace import scratch_workspace
 
     names = ["starter fails", f"reference reaches {puzzle.tiers[-1].name}",
              *(f"{name} reaches {tier}" for name, tier in puzzle.alternatives.items())]
@@ -159,7 +157,7 @@ def run_checks(puzzle: Puzzle, on_stage: Callable[[str], None] = lambda _: None)
         on_stage(name)
         expected = "" if which == "baseline" else puzzle.tiers[-1].name if which == "reference" else \
             puzzle.alternatives[which.removeprefix("alternatives/")]
-        ws = init_workspace(Path(tempfile.mkdtemp(prefix="infprof-devcheck-")) / "ws")
+        ws = scratch_workspace("infprof-devcheck-")
         try:
             ready_to_grade(ws, puzzle, which)
             verdict = actions.grade(ws, puzzle)

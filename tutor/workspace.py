@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,8 +61,10 @@ class Workspace:
         return written
 
 
-def init_workspace(root: Path) -> Workspace:
-    """Create (or top up) a workspace: new puzzles are copied, existing edits are never touched."""
+def init_workspace(root: Path, remember: bool = True) -> Workspace:
+    """Create (or top up) a workspace: new puzzles are copied, existing edits are never touched.
+
+    It becomes the one later commands find (unless `remember` is off: a scratch workspace)."""
     ws = Workspace(root.resolve())
     ws.runs_dir.mkdir(parents=True, exist_ok=True)
     for puzzle in all_puzzles().values():
@@ -70,9 +73,16 @@ def init_workspace(root: Path) -> Workspace:
         for name in puzzle.editable:
             if not (target / name).exists():
                 shutil.copy2(puzzle.starter_file(name), target / name)
-    _REMEMBERED.parent.mkdir(parents=True, exist_ok=True)
-    _REMEMBERED.write_text(str(ws.root))
+    if remember:
+        _REMEMBERED.parent.mkdir(parents=True, exist_ok=True)
+        _REMEMBERED.write_text(str(ws.root))
     return ws
+
+
+def scratch_workspace(prefix: str) -> Workspace:
+    """A workspace in a new temporary folder for the tutor's own runs (dev check, benchmarks): the
+    learner's remembered workspace stays theirs."""
+    return init_workspace(Path(tempfile.mkdtemp(prefix=prefix)) / "ws", remember=False)
 
 
 def find_workspace(explicit: Path | None = None) -> Workspace | None:
