@@ -37,15 +37,16 @@ def record_baseline(puzzle, out: Path) -> None:
 
 
 def record_ncu(puzzle, out: Path) -> None:
-    """The baseline's and the reference's Nsight Compute exports, for a kernel puzzle's CPU tests."""
+    """The baseline's and the reference's Nsight Compute exports, for a kernel puzzle's CPU tests. The
+    reference's workload.py alone is put in place: profiling needs no answer, and ready_to_grade would
+    profile both under ncu a first time for its [kernel_evidence] table."""
     from tutor import actions
-    from tutor.reference import ready_to_grade
     from tutor.workspace import scratch_workspace
 
     ws = scratch_workspace("infprof-draft-")
-    shutil.copy2(actions.profile(ws, puzzle, "baseline", profiler="ncu").run_dir / "ncu.csv", out / "h100_baseline_ncu.csv")
-    ready_to_grade(ws, puzzle, "reference")
-    shutil.copy2(actions.profile(ws, puzzle, "mine", profiler="ncu").run_dir / "ncu.csv", out / "h100_reference_ncu.csv")
+    shutil.copy2(puzzle.solution_dir / "workload.py", ws.editable_path(puzzle, "workload.py"))
+    for which, name in (("baseline", "h100_baseline_ncu.csv"), ("mine", "h100_reference_ncu.csv")):
+        shutil.copy2(actions.profile(ws, puzzle, which, profiler="ncu").run_dir / "ncu.csv", out / name)
 
 
 def main(puzzle_id: str, out: Path, grades: int) -> None:
