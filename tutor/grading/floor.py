@@ -27,14 +27,18 @@ def floor_ms(floor: dict) -> float:
     """The least time one forward() can take on the GPU that measured `floor`."""
     moving = floor.get("hbm_bytes", 0) / (floor["hbm_read_gbps"] * 1e9)
     computing = floor.get("flops", 0) / (floor["bf16_tflops"] * 1e12 * RATE_OVER_BF16[floor.get("flop_dtype", "bf16")])
-    # The host link bounds a call only where its rate was measured (the probe runs it for such puzzles).
-    crossing = floor["h2d_bytes"] / (floor["h2d_gbps"] * 1e9) if floor.get("h2d_bytes") and floor.get("h2d_gbps") else 0.0
+    crossing = floor["h2d_bytes"] / (floor["h2d_gbps"] * 1e9) if crosses_host_link(floor) else 0.0
     return max(moving, computing, crossing) * 1e3
 
 
+def crosses_host_link(floor: dict) -> bool:
+    """Whether the host link bounds the call: its bytes are part of the least work and its rate was
+    measured (the probe runs it for such puzzles alone)."""
+    return bool(floor.get("h2d_bytes") and floor.get("h2d_gbps"))
+
+
 def describe(floor: dict) -> str:
-    crosses = floor.get("h2d_bytes") and floor.get("h2d_gbps")  # named only where it bounds the call
-    link = f", {floor['h2d_gbps']:.3g} GB/s from pinned host memory" if crosses else ""
+    link = f", {floor['h2d_gbps']:.3g} GB/s from pinned host memory" if crosses_host_link(floor) else ""
     return (f"{floor_ms(floor):.4g} ms for {floor['what']}, at the best this {floor['gpu']} has shown "
             f"({floor['hbm_read_gbps'] / 1e3:.3g} TB/s read from HBM, {floor['bf16_tflops']:.0f} TFLOP/s in bf16{link})")
 
