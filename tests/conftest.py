@@ -19,6 +19,17 @@ def recording(puzzle: str, name: str) -> Path:
     return Path(__file__).parent.parent / "challenges" / puzzle / "recordings" / f"h100_baseline_{name}"
 
 
+def ncu_learner_profiles(baseline_csv: Path, mine_csv: Path, mine_code: str = "graded"):
+    """A learner's newest Nsight Compute profiles of the baseline and of their workload, from recorded
+    ncu exports; `mine_code` is the code their profile of mine ran ("graded": the code being graded)."""
+    from tutor.grading.puzzle_checks import LearnerProfiles
+    from tutor.profilers import ncu
+
+    rows = {(which, "ncu"): {"metrics_json": ncu.extract(csv).to_json(), "code_hash": mine_code}
+            for which, csv in (("baseline", baseline_csv), ("mine", mine_csv))}
+    return LearnerProfiles(rows, "graded")
+
+
 def pytest_addoption(parser):
     parser.addoption("--warm", action="store_true",
                      help="run every harness run through one warm harness (tutor.warm); a run that cannot fails")

@@ -13,17 +13,15 @@ from tutor.catalog import get_puzzle, load_puzzle
 from tutor.errors import TutorError
 from tutor.grading import kernel_evidence
 from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
-from tutor.profilers import ncu
+from conftest import ncu_learner_profiles
 
 FIXTURES = Path(__file__).parent / "fixtures"
 P9 = get_puzzle("puzzle9", drafts=True)
 
 
 def profiles(mine_code: str = "graded") -> LearnerProfiles:
-    rows = {(which, "ncu"): {"metrics_json": ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv").to_json(),
-                             "code_hash": mine_code}
-            for which, recorded in (("baseline", "baseline"), ("mine", "reference"))}
-    return LearnerProfiles(rows, "graded")
+    return ncu_learner_profiles(FIXTURES / "h100_puzzle9_baseline_ncu.csv", FIXTURES / "h100_puzzle9_reference_ncu.csv",
+                                mine_code)
 
 
 @pytest.mark.parametrize("metric, baseline, mine", [("ncu.spill_instructions", 19_974_144, 0),

@@ -22,7 +22,7 @@ from tutor.grading import kernel_evidence as evidence
 from tutor.grading.puzzle_checks import LearnerProfiles
 from tutor.profilers import ncu
 from tutor.reference import install_reference
-from conftest import recording
+from conftest import ncu_learner_profiles, recording
 
 FIXTURES = Path(__file__).parent / "fixtures"
 P3 = get_puzzle("puzzle3")
@@ -64,11 +64,7 @@ def test_no_facts_from_the_run_fails_with_a_reason():
 
 
 def ncu_profiles(code_hash: str = "graded") -> LearnerProfiles:
-    rows = {}
-    for which in ("baseline", "mine"):
-        metrics = ncu.extract(ncu_csv(which))
-        rows[(which, "ncu")] = {"metrics_json": metrics.to_json(), "code_hash": code_hash}
-    return LearnerProfiles(rows, "graded")
+    return ncu_learner_profiles(ncu_csv("baseline"), ncu_csv("mine"), code_hash)
 
 
 def test_kernel_evidence_that_tells_the_kernels_apart_passes():
