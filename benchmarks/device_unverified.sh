@@ -2,8 +2,8 @@
 # What has not yet run on the H100, a part a device call (each step has a time limit, so each part fits in
 # its 10 minutes): `bash benchmarks/device_unverified.sh N`. Parts 1-4 (one GPU; they ran on 2026-11-25):
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
-# warm harness and its latency, dev check. Parts 5-10 (a 2-GPU host, one job a GPU; 5-7 ran on
-# 2026-11-25): the drafts measured, their sweeps and GPU tests, issue 17's latencies.
+# warm harness and its latency, dev check. Parts 5-11 (a 2-GPU host, one job a GPU; 5-7 ran on
+# 2026-11-25): the drafts measured, their sweeps and GPU tests, issue 17's latencies, re-grades.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -77,7 +77,7 @@ case ${1:-1} in
      }
      tests() {
        (export INFPROF_DRAFTS=1; step draft_gpu_tests 520 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
-         tests/test_draft_puzzles.py tests/test_puzzle8.py tests/test_floor.py)
+         tests/test_draft_puzzles.py tests/test_puzzle4.py tests/test_puzzle8.py tests/test_floor.py)
      }
      on_gpu 0 sweeps & on_gpu 1 tests & wait ;;
   # Issue 17's slow grade: puzzle1's compiled GEMV under max-autotune, graded twice (the first autotunes for
@@ -87,6 +87,16 @@ case ${1:-1} in
         --json "$OUT/latency_max_autotune.json" &
       on_gpu 1 step latency 560 python3 benchmarks/grade_latency.py puzzle1 puzzle2 --warm --runs 3 \
         --json "$OUT/latency.json" &
+      wait ;;
+  # puzzle4's and puzzle8's decoder weights changed after their grades (the MLP now picks each token):
+  # their solutions graded again, 4 times each, against the tiers that shipped.
+  11) regrade() {
+        local pid=$1; shift
+        for which in reference "$@"; do (export INFPROF_DRAFTS=1; step "regrade_${pid}_${which//\//_}" 200 \
+          python3 benchmarks/grade_stability.py "$pid" --runs 4 --which "$which" --json "$OUT/${pid}_${which//\//_}.json"); done
+      }
+      on_gpu 0 regrade puzzle4 alternatives/compiled_chunks alternatives/check_every_chunk &
+      on_gpu 1 regrade puzzle8 alternatives/stop_set alternatives/stop_table_eager alternatives/overlapped_host &
       wait ;;
 esac
 ls -laR "$OUT" | head -60

@@ -249,4 +249,6 @@ def test_the_device_script_names_only_puzzles_and_files_that_exist():
     files = set(re.findall(r"\b((?:benchmarks|challenges|tests)/[\w/.-]+\.py)\b", script))
     assert len(files) >= 6 and all((root / f).is_file() for f in files), [f for f in files if not (root / f).is_file()]
     graded = re.findall(r"grades (puzzle\d+) alternatives/(\w+)", script)  # one solution graded alone
+    graded += [(pid, name) for pid, names in re.findall(r"regrade (puzzle\d+)((?: alternatives/\w+)+)", script)
+               for name in re.findall(r"alternatives/(\w+)", names)]
     assert graded and all(name in get_puzzle(pid, drafts=True).alternatives for pid, name in graded), graded
