@@ -29,9 +29,9 @@ on_gpu() {  # on_gpu N STEP...: steps on GPU N alone, forked from a warm harness
 measure() {  # measure PUZZLE SECONDS [GRADES]: a draft measured, 5 grades a solution, into $OUT/PUZZLE
   step "measure_$1" "$2" python3 benchmarks/measure_draft.py "$1" "$OUT/$1" "${3:-5}"
 }
-grades() {  # grades PUZZLE WHICH SECONDS: one solution of a draft graded 4 times, into $OUT/PUZZLE_WHICH.json
+grades() {  # grades PUZZLE WHICH SECONDS [RUNS]: one solution of a draft graded RUNS times (4), into $OUT/PUZZLE_WHICH.json
   local name="$1_${2//\//_}"
-  (export INFPROF_DRAFTS=1; step "$name" "$3" python3 benchmarks/grade_stability.py "$1" --runs 4 --which "$2" \
+  (export INFPROF_DRAFTS=1; step "$name" "$3" python3 benchmarks/grade_stability.py "$1" --runs "${4:-4}" --which "$2" \
     --json "$OUT/$name.json")
 }
 case ${1:-1} in
@@ -92,11 +92,15 @@ case ${1:-1} in
   # their solutions graded again, 4 times each, against the tiers that shipped.
   11) regrade() {
         local pid=$1; shift
-        for which in reference "$@"; do (export INFPROF_DRAFTS=1; step "regrade_${pid}_${which//\//_}" 200 \
+        for which in reference "$@"; do (export INFPROF_DRAFTS=1; step "regrade_${pid}_${which//\//_}" 170 \
           python3 benchmarks/grade_stability.py "$pid" --runs 4 --which "$which" --json "$OUT/${pid}_${which//\//_}.json"); done
       }
       on_gpu 0 regrade puzzle4 alternatives/compiled_chunks alternatives/check_every_chunk &
       on_gpu 1 regrade puzzle8 alternatives/stop_set alternatives/stop_table_eager alternatives/overlapped_host &
       wait ;;
+  # What part 8's time limit cut: puzzle9's and puzzle10's alternatives, 3 grades each, one puzzle9 style a GPU.
+  12) first() { grades puzzle9 alternatives/split_outputs 300 3; grades puzzle10 alternatives/warp_aggregated 180; }
+      second() { grades puzzle9 alternatives/library_matmul 300 3; grades puzzle10 alternatives/library_bincount 180; }
+      on_gpu 0 first & on_gpu 1 second & wait ;;
 esac
 ls -laR "$OUT" | head -60

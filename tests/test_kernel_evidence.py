@@ -24,7 +24,7 @@ def profiles(mine_code: str = "graded") -> LearnerProfiles:
                                 mine_code)
 
 
-@pytest.mark.parametrize("metric, baseline, mine", [("ncu.spill_instructions", 19_974_144, 0),
+@pytest.mark.parametrize("metric, baseline, mine", [("ncu.spill_instructions", 159_793_152, 0),
                                                     ("ncu.registers_per_thread", 32, 48)])
 def test_a_metric_that_tells_the_kernels_apart_in_the_learners_profiles_passes(metric, baseline, mine):
     criterion = kernel_evidence.criterion(P9, {"metric": metric, "baseline": baseline, "mine": mine}, profiles())
@@ -39,12 +39,12 @@ def test_a_metric_both_kernels_share_explains_nothing():
 
 
 def test_values_the_profiles_do_not_show_fail():
-    cited = {"metric": "ncu.spill_instructions", "baseline": 0, "mine": 19_974_144}  # swapped
+    cited = {"metric": "ncu.spill_instructions", "baseline": 0, "mine": 159_793_152}  # swapped
     assert not kernel_evidence.criterion(P9, cited, profiles()).passed
 
 
 def test_a_profile_of_older_code_does_not_count():
-    cited = {"metric": "ncu.spill_instructions", "baseline": 19_974_144, "mine": 0}
+    cited = {"metric": "ncu.spill_instructions", "baseline": 159_793_152, "mine": 0}
     criterion = kernel_evidence.criterion(P9, cited, profiles(mine_code="an earlier workload.py"))
     assert not criterion.passed and any("older workload.py" in d for d in criterion.details)
 
@@ -57,7 +57,7 @@ def test_no_table_caps_the_tier_below_the_one_it_is_required_for():
 def test_the_grade_reads_the_table_from_answer_toml(tmp_path):
     answer = tmp_path / "answer.toml"
     answer.write_text('bottleneck = "register_spills"\n\n[kernel_evidence]\nmetric = "ncu.spill_instructions"\n'
-                      "baseline = 19974144\nmine = 0\n")
+                      "baseline = 159793152\nmine = 0\n")
     [criterion] = [c for c in puzzle_criteria(P9, {}, answer, profiles()) if c.name == kernel_evidence.NAME]
     assert criterion.passed, criterion.details
     assert not [c for c in puzzle_criteria(get_puzzle("puzzle1"), {"memory": None}, answer, profiles())

@@ -89,7 +89,8 @@ METRIC_DOCS: dict[str, str] = {
     "ncu.sm_active_cycles": "top kernel: cycles an SM sub-partition was active",
     "ncu.spill_instructions": "top kernel: instructions executed that spill registers to local memory or load them back",
     "ncu.threads_per_instruction": "top kernel: threads active per warp instruction; 32 unless branches split warps",
-    "ncu.l2_atomic_busy_pct": "top kernel: how busy L2's atomic units were, % of peak",
+    "ncu.l2_atomic_busy_pct": "top kernel: how busy L2's atomic units were, % of peak, averaged over L2's slices",
+    "ncu.l2_atomic_busiest_pct": "top kernel: how busy the busiest L2 slice's atomic unit was, % of peak",
     "ncu.stall.<reason>": "top kernel: cycles per issued instruction warps spent stalled on <reason>",
 }
 

@@ -61,8 +61,11 @@ METRICS = {
     "sass__inst_executed_register_spilling": "spill_instructions",
     # Threads doing work per warp instruction: 32 when no branch splits a warp (divergence lowers it).
     "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio": "threads_per_instruction",
-    # How busy L2's atomic units were: contended atomics (a histogram into few bins) show here.
+    # How busy L2's atomic units were, on average over the slices and on the busiest: atomics contended on a
+    # few addresses queue at those addresses' slices, so the busiest is saturated while the average idles
+    # (puzzle10's baseline on the H100: 83% against 1%).
     "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed": "l2_atomic_busy_pct",
+    "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed": "l2_atomic_busiest_pct",
 }
 # Units ncu may report a metric in -> factor to ours: µs for time, bytes for sizes, GB/s for rates.
 UNIT_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6,
