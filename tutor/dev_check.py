@@ -41,9 +41,21 @@ def _failed(name: str, detail: str) -> Check:
 
 
 def recorded_profiles(puzzle: Puzzle) -> dict[str, ProfileMetrics]:
-    """The baseline profiles shipped in the puzzle's recordings/ folder, by file name."""
-    found = sorted(puzzle.recordings_dir.glob("*_baseline_metrics.json"))
-    return {p.name: ProfileMetrics.from_json(p.read_text()) for p in found}
+    """The baseline profiles shipped in the puzzle's recordings/ folder, by file name: each machine's torch
+    profile, with its Nsight Compute export's metrics beside it where one was recorded there too (a
+    kernel puzzle's diagnosis cites ncu.*, as study mode reads both)."""
+    found = {}
+    for path in sorted(puzzle.recordings_dir.glob("*_baseline_metrics.json")):
+        profile = ProfileMetrics.from_json(path.read_text())
+        ncu_csv = path.with_name(path.name.replace("_metrics.json", "_ncu.csv"))
+        if ncu_csv.is_file():
+            from tutor.profilers import ncu
+
+            profile = dataclasses.replace(profile, values={**profile.values, **ncu.extract(ncu_csv).values})
+            found[f"{path.name} and {ncu_csv.name}"] = profile
+        else:
+            found[path.name] = profile
+    return found
 
 
 def static_checks(puzzle: Puzzle) -> Iterator[Check]:
@@ -96,7 +108,7 @@ def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:
     """The reference answer, with the values of each recorded baseline profile, passes the diagnosis."""
     profiles = recorded_profiles(puzzle)
     wanted = {"cuda": "h100_baseline_metrics.json", "cpu": "cpu_baseline_metrics.json"}[puzzle.hardware.device]
-    if wanted not in profiles:
+    if not any(name.startswith(wanted) for name in profiles):
         why = f"recordings/{wanted} is missing: record the baseline's profile on its machine"
         # A draft is not shipped yet: what only its machine can record is to do, not a failure.
         yield Check("recordings", "skipped", f"draft ({puzzle.draft}): {why}") if puzzle.draft else _failed("recordings", why)
