@@ -2,7 +2,7 @@
 # What has not yet run on the H100, a part a device call (each step has a time limit, so each part fits in
 # its 10 minutes): `bash benchmarks/device_unverified.sh N`. Parts 1-4 (one GPU; they ran on 2026-11-25):
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
-# warm harness and its latency, dev check. Parts 5-11 (a 2-GPU host, one job a GPU; 5-7 ran on
+# warm harness and its latency, dev check. Parts 5-13 (a 2-GPU host, one job a GPU; 5-8, 11 and 12 ran on
 # 2026-11-25): the drafts measured, their sweeps and GPU tests, issue 17's latencies, re-grades.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
@@ -66,7 +66,8 @@ case ${1:-1} in
        grades puzzle5 alternatives/masked_compiled 210
      }
      on_gpu 0 measure puzzle9 450 4 & on_gpu 1 what_parts_5_and_6_left & wait ;;
-  # Not yet run: puzzle9 with eight times the tokens and the new puzzle10 (part 8); puzzle5's step costs,
+  # Part 8 (ran; its time limit cut both, part 12 graded what it left): puzzle9 with eight times the tokens and
+  # puzzle10. Not yet run: puzzle5's step costs,
   # puzzle7's copies by thread count with the cgroup's throttling, the drafts' GPU tests (their nvcc
   # builds need more than part 5's 120 s) and the warm grade's latency, issue 17 (part 9).
   8) on_gpu 0 measure puzzle9 560 & on_gpu 1 measure puzzle10 560 & wait ;;
@@ -102,5 +103,7 @@ case ${1:-1} in
   12) first() { grades puzzle9 alternatives/split_outputs 300 3; grades puzzle10 alternatives/warp_aggregated 180; }
       second() { grades puzzle9 alternatives/library_matmul 300 3; grades puzzle10 alternatives/library_bincount 180; }
       on_gpu 0 first & on_gpu 1 second & wait ;;
+  # What puzzle9 needs to ship: its reference graded 5 times at the 20 rounds it has now, the baseline twice.
+  13) on_gpu 0 grades puzzle9 reference 330 5 & on_gpu 1 grades puzzle9 baseline 250 2 & wait ;;
 esac
 ls -laR "$OUT" | head -60

@@ -144,8 +144,9 @@ def test_puzzle9_the_library_matmul_is_the_projection_within_tolerance(monkeypat
 
 
 def test_puzzle9_is_a_draft_whose_folder_checks_pass():
+    """Recorded on the H100 already: only its reference's grades keep it a draft (MEASUREMENTS.md)."""
     checks = {c.name: c for c in static_checks(P9)}
-    assert "puzzle9" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert "puzzle9" not in all_puzzles() and checks["recordings"].status == "ok"
     assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
 
 
