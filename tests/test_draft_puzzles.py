@@ -2,7 +2,8 @@
 cache written in place decodes what torch.cat's copies decode; puzzle7's batches arrive fresh in
 pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle9's baseline kernel
 spills and its fixes do not, as ptxas reports on this GPU-less machine and Nsight Compute saw on the
-H100; drafts stay out of learners' sight.
+H100; puzzle11's kernels differ from the baseline's only where its warps' shared loads land; drafts stay
+out of learners' sight.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled,
 pinned and hand-written CUDA ones are the GPU's to test (the `gpu` tests here) and grade
@@ -180,6 +181,70 @@ def test_puzzle9_ptxas_here_counts_the_registers_nsight_compute_saw_on_the_h100(
     # 2048 blocks: two waves at the baseline's 8 blocks an SM, three at the reference's 5 (MEASUREMENTS.md).
     assert seen["ncu.grid_size"] == 2048 and seen["ncu.waves_per_sm"] == pytest.approx(2048 / (132 * seen[
         "ncu.occupancy_limit_registers"]), abs=0.01)
+
+
+# -- puzzle11: a tiled matmul whose warps read a column of a shared tile (ptxas and the maths on the CPU) ---
+
+P11 = get_puzzle("puzzle11", drafts=True)
+P11_KERNELS = ["baseline.py", "solution/workload.py", "alternatives/columns_across_lanes.py"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
+@pytest.mark.parametrize("workload", P11_KERNELS)
+def test_puzzle11_every_kernel_compiles_for_the_h100_alike_and_spills_nothing(tmp_path, workload):
+    """The styles differ in where a warp's shared loads land, not in registers or spills: ptxas sees the same
+    kernel, and only Nsight Compute on the GPU can tell them apart."""
+    from tutor.profilers import ptxas
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(load(P11, workload).KERNEL)
+    [kernel] = ptxas.compile_report(source)
+    print(workload, kernel)
+    assert kernel.spill_store_bytes == 0 and kernel.registers <= 32  # 1024 threads a block: 64 registers at most
+
+
+def test_puzzle11_the_reference_is_the_baseline_with_its_tile_rows_padded():
+    """The lesson is the padding alone: the reference's kernel is the baseline's but for the x tile's row length."""
+    import difflib
+
+    def code(relative: str) -> list[str]:  # the kernel's lines without their comments
+        lines = (line.split("//")[0].strip() for line in load(P11, relative).KERNEL.splitlines())
+        return [line for line in lines if line]
+
+    changed = [line for line in difflib.unified_diff(code("baseline.py"), code("solution/workload.py"), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed == ["-__shared__ float xs[T][T];", "+__shared__ float xs[T][T + 1];"]
+
+
+def test_puzzle11_the_library_matmul_is_the_projection_within_tolerance():
+    spec11, library = load(P11, "spec.py"), load(P11, "alternatives/library_matmul.py")
+    w, x = spec11.make_weights(1, "cpu"), spec11.make_input(2, "cpu")
+    exact = (x.double() @ w["w"].double()).float()
+    got = library.forward(library.prepare(w, "cpu"), x)
+    assert got.shape == (spec11.N, spec11.N)
+    assert (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item() < P11.correctness.max_rel_l2 / 10
+    # A 16-bit trip fails the tolerance: the kernel's precision is not the question.
+    bf16 = (x.bfloat16().float() @ w["w"].bfloat16().float())
+    assert (torch.linalg.vector_norm(bf16 - exact) / torch.linalg.vector_norm(exact)).item() > 10 * P11.correctness.max_rel_l2
+
+
+def test_puzzle11_is_a_draft_whose_folder_checks_pass():
+    checks = {c.name: c for c in static_checks(P11)}
+    assert "puzzle11" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", [*P11_KERNELS, "alternatives/library_matmul.py"])
+def test_puzzle11_every_style_computes_the_projection(workload):
+    spec11, other = load(P11, "spec.py"), load(P11, workload)
+    w = spec11.make_weights(3, "cuda")
+    x = spec11.make_input(4, "cuda")
+    exact = (x.double() @ w["w"].double()).float()
+    got = other.forward(other.prepare(w, "cuda"), x)
+    rel = (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item()
+    print(workload, f"relative L2 {rel:.2e}")
+    assert rel < P11.correctness.max_rel_l2
 
 
 def test_the_device_script_names_only_puzzles_and_files_that_exist():

@@ -68,6 +68,10 @@ def test_profile_command_filters_to_the_profiled_range(tmp_path):
     assert cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[cmd.index("--export") + 1] == str(tmp_path / "profile")
     assert {cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"} >= {"SpeedOfLight", "Occupancy", "LaunchStats"}
+    # Bank conflicts are in no section the command asks for: their counters are asked for by name, and
+    # extract() knows each of them.
+    asked = cmd[cmd.index("--metrics") + 1].split(",")
+    assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum" in asked and set(asked) <= set(ncu.METRICS)
 
 
 def test_missing_ncu_says_how_to_install(monkeypatch):

@@ -91,6 +91,10 @@ METRIC_DOCS: dict[str, str] = {
     "ncu.threads_per_instruction": "top kernel: threads active per warp instruction; 32 unless branches split warps",
     "ncu.l2_atomic_busy_pct": "top kernel: how busy L2's atomic units were, % of peak, averaged over L2's slices",
     "ncu.l2_atomic_busiest_pct": "top kernel: how busy the busiest L2 slice's atomic unit was, % of peak",
+    "ncu.shared_load_bank_conflicts": "top kernel: extra shared-memory wavefronts its loads took because of bank conflicts",
+    "ncu.shared_load_wavefronts": "top kernel: shared-memory wavefronts its loads took (one per conflict-free warp load)",
+    "ncu.shared_load_instructions": "top kernel: warp-level shared-memory load instructions executed",
+    "ncu.shared_wavefronts_per_load": "top kernel: wavefronts per shared load; 1 without bank conflicts, 32 at worst",
     "ncu.stall.<reason>": "top kernel: cycles per issued instruction warps spent stalled on <reason>",
 }
 

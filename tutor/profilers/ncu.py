@@ -23,6 +23,10 @@ from tutor.protocol import NVTX_KERNELS_RANGE
 
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats",
             "ComputeWorkloadAnalysis")
+# Counters no section above collects, asked for by name: shared-memory bank conflicts (puzzle11). A warp's
+# shared load takes one wavefront when its 32 addresses hit 32 banks, up to 32 when they hit one.
+EXTRA_METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "smsp__inst_executed_op_shared_ld.sum")
 MAX_KERNELS = 200  # replaying every kernel ~40 times: keeps a profile within minutes
 SEARCH = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/NVIDIA-Nsight-Compute*/ncu")
 INSTALL = ("Install Nsight Compute (it ships with the CUDA toolkit, or from "
@@ -66,12 +70,16 @@ METRICS = {
     # (puzzle10's baseline on the H100: 83% against 1%).
     "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed": "l2_atomic_busy_pct",
     "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed": "l2_atomic_busiest_pct",
+    # Shared loads (EXTRA_METRICS): the wavefronts they took and how many of those bank conflicts added.
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared_load_bank_conflicts",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared_load_wavefronts",
+    "smsp__inst_executed_op_shared_ld.sum": "shared_load_instructions",
 }
 # Units ncu may report a metric in -> factor to ours: µs for time, bytes for sizes, GB/s for rates.
 UNIT_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6,
               "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9,
               "byte/s": 1e-9, "Kbyte/s": 1e-6, "Mbyte/s": 1e-3, "Gbyte/s": 1.0, "Tbyte/s": 1e3}
-DERIVED = ("dram_bytes",)
+DERIVED = ("dram_bytes", "shared_wavefronts_per_load")
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
 
@@ -109,7 +117,7 @@ def profile_command(ncu: str, report_base: Path, max_kernels: int = MAX_KERNELS)
            "--target-processes", "all", "--force-overwrite", "--export", str(report_base)]
     for section in SECTIONS:
         cmd += ["--section", section]
-    return cmd
+    return cmd + ["--metrics", ",".join(EXTRA_METRICS)]
 
 
 def export_csv(ncu: str, report: Path, csv_path: Path, timeout_s: float = 300) -> None:
@@ -141,6 +149,10 @@ def extract(csv_path: Path) -> ProfileMetrics:
             table[short] = _numbers(rows[column]) * scale
     if {"dram_gbps", "duration_us"} <= set(table.columns):
         table["dram_bytes"] = table["dram_gbps"] * 1e3 * table["duration_us"]  # GB/s x µs = kB
+    if {"shared_load_wavefronts", "shared_load_instructions"} <= set(table.columns):
+        # 1 when no load of a warp conflicts, 32 when every one is a 32-way conflict; NaN with no shared loads.
+        table["shared_wavefronts_per_load"] = table["shared_load_wavefronts"] / table["shared_load_instructions"].where(
+            table["shared_load_instructions"] > 0)
     # Warp stall reasons (cycles per issued instruction): the "why is it waiting" of a kernel.
     for column in rows.columns:
         if column.startswith(STALL_PREFIX) and column.endswith(STALL_SUFFIX):
