@@ -2,8 +2,8 @@
 cache written in place decodes what torch.cat's copies decode; puzzle7's batches arrive fresh in
 pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle9's baseline kernel
 spills and its fixes do not, as ptxas reports on this GPU-less machine and Nsight Compute saw on the
-H100; puzzle11's kernels differ from the baseline's only where its warps' shared loads land; drafts stay
-out of learners' sight.
+H100; puzzle11's kernels differ from the baseline's only where its warps' shared loads land; puzzle12's
+kernels compile and torch's transposed copy is exact; drafts stay out of learners' sight.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled,
 pinned and hand-written CUDA ones are the GPU's to test (the `gpu` tests here) and grade
@@ -245,6 +245,50 @@ def test_puzzle11_every_style_computes_the_projection(workload):
     rel = (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item()
     print(workload, f"relative L2 {rel:.2e}")
     assert rel < P11.correctness.max_rel_l2
+
+
+# -- puzzle12: a transpose whose warps read 32 rows (ptxas and the copy's semantics on the CPU) ------------
+
+P12 = get_puzzle("puzzle12", drafts=True)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
+@pytest.mark.parametrize("workload", ["baseline.py", "solution/workload.py"])
+def test_puzzle12_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workload):
+    from tutor.profilers import ptxas
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(load(P12, workload).KERNEL)
+    [kernel] = ptxas.compile_report(source)
+    print(workload, kernel)
+    assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
+
+
+def test_puzzle12_the_library_transpose_is_the_keys_exactly(monkeypatch):
+    spec12, library = load(P12, "spec.py"), load(P12, "alternatives/library_transpose.py")
+    monkeypatch.setattr(spec12, "TOKENS", 256)  # the same draw, fewer tokens: the CPU's share
+    keys = spec12.make_input(1, "cpu")
+    got = library.forward(library.prepare({}, "cpu"), keys)
+    assert got.shape == (spec12.DIM, 256) and got.is_contiguous() and torch.equal(got, keys.T)
+    # The shapes tile exactly: the tiled kernels (32 and 64 a side) need no edge handling.
+    assert spec12.TOKENS % 64 == 0 and spec12.DIM % 64 == 0
+
+
+def test_puzzle12_is_a_draft_whose_folder_checks_pass():
+    checks = {c.name: c for c in static_checks(P12)}
+    assert "puzzle12" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/triton_tiles.py",
+                                      "alternatives/library_transpose.py"])
+def test_puzzle12_every_style_gives_the_keys_transposed_exactly(workload):
+    spec12, other = load(P12, "spec.py"), load(P12, workload)
+    keys = spec12.make_input(2, "cuda")
+    got = other.forward(other.prepare({}, "cuda"), keys)
+    print(workload, tuple(got.shape))
+    assert torch.equal(got, keys.T.contiguous())
 
 
 def test_the_device_script_names_only_puzzles_and_files_that_exist():

@@ -95,6 +95,12 @@ METRIC_DOCS: dict[str, str] = {
     "ncu.shared_load_wavefronts": "top kernel: shared-memory wavefronts its loads took (one per conflict-free warp load)",
     "ncu.shared_load_instructions": "top kernel: warp-level shared-memory load instructions executed",
     "ncu.shared_wavefronts_per_load": "top kernel: wavefronts per shared load; 1 without bank conflicts, 32 at worst",
+    "ncu.global_load_sectors": "top kernel: 32-byte sectors its global loads moved",
+    "ncu.global_load_requests": "top kernel: warp-level global load requests",
+    "ncu.global_store_sectors": "top kernel: 32-byte sectors its global stores moved",
+    "ncu.global_store_requests": "top kernel: warp-level global store requests",
+    "ncu.global_load_sectors_per_request": "top kernel: sectors per global load request; 4 when a warp loads 32 neighbouring floats, 32 at worst",
+    "ncu.global_store_sectors_per_request": "top kernel: sectors per global store request; 4 when a warp stores 32 neighbouring floats, 32 at worst",
     "ncu.stall.<reason>": "top kernel: cycles per issued instruction warps spent stalled on <reason>",
 }
 

@@ -23,10 +23,13 @@ from tutor.protocol import NVTX_KERNELS_RANGE
 
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats",
             "ComputeWorkloadAnalysis")
-# Counters no section above collects, asked for by name: shared-memory bank conflicts (puzzle11). A warp's
-# shared load takes one wavefront when its 32 addresses hit 32 banks, up to 32 when they hit one.
+# Counters no section above collects, asked for by name. Shared-memory bank conflicts (puzzle11): a warp's
+# shared load takes one wavefront when its 32 addresses hit 32 banks, up to 32 when they hit one. Coalescing
+# (puzzle12): a warp's global request of 32 neighbouring floats touches 4 sectors of 32 bytes, up to 32.
 EXTRA_METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "smsp__inst_executed_op_shared_ld.sum")
+                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "smsp__inst_executed_op_shared_ld.sum",
+                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                 "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")
 MAX_KERNELS = 200  # replaying every kernel ~40 times: keeps a profile within minutes
 SEARCH = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/NVIDIA-Nsight-Compute*/ncu")
 INSTALL = ("Install Nsight Compute (it ships with the CUDA toolkit, or from "
@@ -74,12 +77,18 @@ METRICS = {
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared_load_bank_conflicts",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared_load_wavefronts",
     "smsp__inst_executed_op_shared_ld.sum": "shared_load_instructions",
+    # Global loads and stores (EXTRA_METRICS): 32-byte sectors moved and warp-level requests made.
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global_load_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "global_load_requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "global_store_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global_store_requests",
 }
 # Units ncu may report a metric in -> factor to ours: µs for time, bytes for sizes, GB/s for rates.
 UNIT_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6,
               "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9,
               "byte/s": 1e-9, "Kbyte/s": 1e-6, "Mbyte/s": 1e-3, "Gbyte/s": 1.0, "Tbyte/s": 1e3}
-DERIVED = ("dram_bytes", "shared_wavefronts_per_load")
+DERIVED = ("dram_bytes", "shared_wavefronts_per_load", "global_load_sectors_per_request",
+           "global_store_sectors_per_request")
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
 
@@ -149,10 +158,12 @@ def extract(csv_path: Path) -> ProfileMetrics:
             table[short] = _numbers(rows[column]) * scale
     if {"dram_gbps", "duration_us"} <= set(table.columns):
         table["dram_bytes"] = table["dram_gbps"] * 1e3 * table["duration_us"]  # GB/s x µs = kB
-    if {"shared_load_wavefronts", "shared_load_instructions"} <= set(table.columns):
-        # 1 when no load of a warp conflicts, 32 when every one is a 32-way conflict; NaN with no shared loads.
-        table["shared_wavefronts_per_load"] = table["shared_load_wavefronts"] / table["shared_load_instructions"].where(
-            table["shared_load_instructions"] > 0)
+    # Per warp-level instruction or request; NaN for a kernel that makes none.
+    for derived, part, whole in (("shared_wavefronts_per_load", "shared_load_wavefronts", "shared_load_instructions"),
+                                 ("global_load_sectors_per_request", "global_load_sectors", "global_load_requests"),
+                                 ("global_store_sectors_per_request", "global_store_sectors", "global_store_requests")):
+        if {part, whole} <= set(table.columns):
+            table[derived] = table[part] / table[whole].where(table[whole] > 0)
     # Warp stall reasons (cycles per issued instruction): the "why is it waiting" of a kernel.
     for column in rows.columns:
         if column.startswith(STALL_PREFIX) and column.endswith(STALL_SUFFIX):

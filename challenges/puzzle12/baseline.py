@@ -1,0 +1,48 @@
+"""The transpose as first written: one thread per output value, the threads of a warp along a row of the
+output (so its stores are coalesced). Each of them reads its value from a different row of the input,
+DIM floats apart: 32 values a warp from 32 rows, each in a sector of its own.
+"""
+
+import hashlib
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+# The kernel alone (no torch headers), so `nvcc -Xptxas -v` can report on it anywhere, a GPU-less machine too.
+KERNEL = r"""
+constexpr int THREADS = 256;
+
+__global__ void __launch_bounds__(THREADS)
+transpose(const float* __restrict__ keys, float* __restrict__ out, int tokens, int dim) {
+    long long i = (long long)blockIdx.x * THREADS + threadIdx.x;  // out is [dim, tokens]: i = d * tokens + t
+    if (i >= (long long)tokens * dim) return;
+    int d = i / tokens, t = i % tokens;
+    out[i] = keys[(long long)t * dim + d];  // neighbouring threads, neighbouring t: reads dim floats apart
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor keys) {
+    int tokens = keys.size(0), dim = keys.size(1);
+    auto out = torch::empty({dim, tokens}, keys.options());
+    long long n = (long long)tokens * dim;
+    transpose<<<(n + THREADS - 1) / THREADS, THREADS>>>(keys.data_ptr<float>(), out.data_ptr<float>(), tokens, dim);
+    return out;
+}
+"""
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle12_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor keys);",
+                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return build(KERNEL, LAUNCHER)
+
+
+def forward(kernel, keys: torch.Tensor) -> torch.Tensor:
+    return kernel.run(keys)
