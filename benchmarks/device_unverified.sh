@@ -107,11 +107,13 @@ case ${1:-1} in
   # beside the new puzzle11 measured.
   13) puzzle9_to_ship() { grades puzzle9 reference 330 5; grades puzzle9 baseline 220 2; }
       on_gpu 0 measure puzzle11 560 & on_gpu 1 puzzle9_to_ship & wait ;;
-  # The new puzzle12 measured, beside the drafts' GPU tests (part 9's, puzzle11's and puzzle12's added).
+  # Issue 18's launcher on both GPUs (NCCL: all-reduce by size, separate against bucketed), then the new
+  # puzzle12 measured beside the drafts' GPU tests (part 9's, puzzle11's and puzzle12's added).
   14) draft_tests() {
         (export INFPROF_DRAFTS=1; step draft_gpu_tests 520 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
           tests/test_draft_puzzles.py tests/test_puzzle10.py)
       }
-      on_gpu 0 measure puzzle12 560 & on_gpu 1 draft_tests & wait ;;
+      step collectives 150 python3 benchmarks/collectives.py --world 2 --json "$OUT/collectives.json"  # both GPUs
+      on_gpu 0 measure puzzle12 450 & on_gpu 1 draft_tests & wait ;;
 esac
 ls -laR "$OUT" | head -60

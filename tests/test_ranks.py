@@ -1,0 +1,102 @@
+"""The multi-GPU launcher (issue 18) on the CPU, for real: two ranks forked with torch.distributed over
+gloo, asked together, their collectives' results and timings gathered, a failing or stuck rank reported
+with its rank and a time limit, and every rank reaped."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tutor.harness import ranks
+from tutor.harness.loading import HarnessFailure
+
+
+def handler(rank: int, world: int, message: dict) -> dict:
+    """What a multi-GPU workload's ranks do, in miniature: a collective, a failure, a hang, a timed call."""
+    import torch
+    import torch.distributed as dist
+
+    op = message["op"]
+    if op == "all_reduce":
+        x = torch.full((4,), float(rank + 1))
+        dist.all_reduce(x)
+        return {"sum": x, "rank": rank, "pid": os.getpid()}
+    if op == "fail" and rank == message["rank"]:
+        raise RuntimeError("a workload error")
+    if op == "hang" and rank == message["rank"]:
+        time.sleep(30)
+    if op == "time":  # rank 1 is the slow one: a call lasts as long as its slowest rank
+        start = time.perf_counter()
+        x = torch.ones(1)
+        time.sleep(0.02 * (1 + rank))
+        dist.all_reduce(x)
+        return {"ms": [(time.perf_counter() - start) * 1e3], "total": float(x)}
+    return {}
+
+
+@pytest.fixture
+def group():
+    g = ranks.start(2, handler, "gloo")
+    yield g
+    g.stop()
+    for pid in g.pids:  # every rank reaped: none left running or as a zombie
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_ranks_run_a_collective_together_and_answer_in_rank_order(group):
+    replies = group.ask("all_reduce")
+    assert [r["rank"] for r in replies] == [0, 1] and len({r["pid"] for r in replies}) == 2
+    assert all(r["sum"].tolist() == [3.0] * 4 for r in replies)  # 1 + 2 on every rank
+
+
+def test_a_failing_rank_is_named_and_the_others_answer_on(group):
+    with pytest.raises(HarnessFailure) as e:
+        group.ask("fail", rank=1)
+    assert e.value.kind == "crashed" and "rank 1: RuntimeError: a workload error" in e.value.message
+    assert group.ask("all_reduce")[0]["sum"].tolist() == [3.0] * 4  # the group is still usable
+
+
+def test_a_rank_that_never_answers_is_named_within_the_limit(group):
+    started = time.monotonic()
+    with pytest.raises(HarnessFailure) as e:
+        group.ask("hang", rank=0, limit_s=2)
+    assert e.value.kind == "timeout" and e.value.message.startswith("rank 0 did not answer")
+    assert time.monotonic() - started < 10
+
+
+def test_a_call_is_timed_as_its_slowest_rank_saw_it(group):
+    replies = group.ask("time", aligned=True)
+    assert all(r["total"] == 2.0 for r in replies)
+    # Rank 0 waits in the all-reduce for rank 1's longer sleep: both end together, after rank 1's 40 ms.
+    calls = ranks.slowest([r["ms"] for r in replies])
+    assert len(calls) == 1 and calls[0] >= 40
+
+
+def test_timings_of_unequal_lengths_are_refused():
+    assert ranks.slowest([[1.0, 5.0], [2.0, 3.0]]) == [2.0, 5.0]
+    with pytest.raises(ValueError):
+        ranks.slowest([[1.0], [1.0, 2.0]])
+
+
+def test_the_collectives_benchmark_measures_each_scene_through_the_launcher():
+    """benchmarks/collectives.py, the multi-GPU puzzles' first sweep, on gloo here: one row a scene, the
+    slowest rank's median, the bus bandwidth NCCL's tests would report (no claim about speed on a CPU)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "collectives.py"
+    spec = importlib.util.spec_from_file_location("collectives_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    group = ranks.start(2, bench.measure, "gloo")
+    try:
+        rows = bench.figures(group, [8 * bench.KIB])
+    finally:
+        group.stop()
+    assert [(r["scene"], r["total_bytes"]) for r in rows] == [("all_reduce", 8192), ("separate", 256 * 65536),
+                                                               ("all_reduce", 256 * 65536)]
+    assert all(r["ms"] > 0 and r["device"] == "cpu" for r in rows)
+    assert rows[-1]["bus_gbps"] == pytest.approx(65536 * 256 / (rows[-1]["ms"] * 1e-3) / 1e9)  # 2 (n - 1) / n = 1
