@@ -100,3 +100,59 @@ def test_the_collectives_benchmark_measures_each_scene_through_the_launcher():
                                                                ("all_reduce", 256 * 65536)]
     assert all(r["ms"] > 0 and r["device"] == "cpu" for r in rows)
     assert rows[-1]["bus_gbps"] == pytest.approx(65536 * 256 / (rows[-1]["ms"] * 1e-3) / 1e9)  # 2 (n - 1) / n = 1
+
+
+# -- a grade whose sides are rank groups, through the real harness subprocess (gloo on the CPU) ------------
+
+def grade_in_ranks(make_request, tmp_path, mine: str, world: int = 2):
+    from tutor.runner import run_harness
+
+    request = make_request(mine=mine)
+    request["ranks"] = world
+    return run_harness(request, tmp_path / "run", 180, on_event=lambda event: None)
+
+
+def test_a_grade_runs_each_side_as_ranks_and_checks_rank_0s_output(make_request, tmp_path):
+    """The learner's ranks all-reduce their input and divide by the world: the baseline's output, found
+    only if every rank took part; every timed round is one sample, the slowest rank's."""
+    outcome = grade_in_ranks(make_request, tmp_path, """
+        import torch
+        import torch.distributed as dist
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            y = x * state["w"]
+            dist.all_reduce(y)
+            return y / dist.get_world_size()
+    """)
+    result = outcome.result
+    assert [c["rel_l2"] for c in result["checks"]] == [0.0, 0.0]
+    assert all(c["rel_l2"] == 0.0 for c in result["timed_checks"])
+    assert {name: len(ms) for name, ms in result["samples_ms"].items()} == {"baseline": 3, "mine": 3}
+    assert not result["violations"]  # gloo's own threads are not the learner's side work
+
+
+def test_a_rank_that_fails_is_named_in_the_grade(make_request, tmp_path):
+    from tutor.runner import RunFailed
+
+    with pytest.raises(RunFailed) as e:
+        grade_in_ranks(make_request, tmp_path, """
+            import torch.distributed as dist
+            def prepare(weights, device):
+                if dist.get_rank() == 1:
+                    raise ValueError("rank one cannot load its shard")
+                return weights
+            def forward(state, x):
+                return x * state["w"]
+        """)
+    assert "rank 1" in str(e.value) and "rank one cannot load its shard" in str(e.value)
+
+
+def test_profiling_a_multi_gpu_workload_alone_says_it_is_not_built(make_request, tmp_path):
+    from tutor.runner import RunFailed, run_harness
+
+    request = make_request(mode="profile")
+    request.update(ranks=2, prepare=["baseline"])
+    with pytest.raises(RunFailed) as e:
+        run_harness(request, tmp_path / "run", 120, on_event=lambda event: None)
+    assert "process on each of 2 GPUs" in str(e.value)

@@ -66,6 +66,8 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
     return {
         "mode": mode,
         "device": puzzle.hardware.device,
+        # A multi-GPU puzzle's grade runs each side as a process a GPU (tutor.harness.ranks).
+        "ranks": puzzle.hardware.gpus if puzzle.hardware.device == "cuda" and puzzle.hardware.gpus > 1 else 1,
         # Chosen now, never stored in the workspace: outputs cannot be precomputed.
         "seed": random.SystemRandom().randrange(2**31),
         "spec": str(puzzle.folder / "spec.py"),

@@ -20,6 +20,9 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
     from tutor.harness.worker import SPEC_API, WORKLOAD_API, setup
 
+    if request.get("ranks", 1) > 1:  # one process cannot stand for several GPUs' ranks
+        raise HarnessFailure("bad_request", f"{request['mode']} runs one workload in one process, and this puzzle "
+                             f"runs a process on each of {request['ranks']} GPUs: not built yet (issue 18); grade it")
     [name] = request["prepare"]
     role = "candidate" if name == request.get("candidate") else "ruler"
     device = setup(request, timing=False, role=role)

@@ -55,6 +55,13 @@ class Side:
             raise HarnessFailure(error["kind"], error["message"], error.get("where", self.role), error.get("tb", ""))
         return reply
 
+    @property
+    def pids(self) -> list[int]:
+        return [self.pid]
+
+    def close(self) -> None:
+        self.conn.close()
+
     def _death(self) -> str:
         """How the worker ended; it may still be alive if learner code closed its pipe."""
         deadline = time.monotonic() + DEATH_WAIT_S
@@ -85,7 +92,69 @@ class Candidate(Side):
             processes.freeze(self.pid, self.trusted)
 
 
-def start(request: dict, sink: EventSink) -> tuple[Side, Candidate]:
+class RankedSide:
+    """A side of a multi-GPU grade: one worker a rank (tutor.harness.ranks), asked together, answering as one.
+
+    A call lasts until its slowest rank is done, so samples merge by the slowest rank; the output checked
+    is rank 0's; a GPU left busy by any rank counts.
+    """
+
+    def __init__(self, role: str, group, names: list[str]):
+        self.role, self.group, self.names = role, group, names
+
+    @property
+    def pid(self) -> int:
+        return self.group.pids[0]
+
+    @property
+    def pids(self) -> list[int]:
+        return list(self.group.pids)
+
+    def ask(self, op: str, **fields) -> dict:
+        # Lined up before each timed round, so a rank's time holds its own work and its collectives' waits.
+        return merged(op, self.group.ask(op, aligned=op == "time", **fields))
+
+    def close(self) -> None:
+        self.group.stop()
+
+
+class RankedCandidate(RankedSide):
+    """The learner's ranks: thawed only while they are asked something, frozen the rest of the time."""
+
+    def __init__(self, role: str, group, names: list[str], trusted: frozenset[int]):
+        super().__init__(role, group, names)
+        self.trusted = trusted
+
+    def ask(self, op: str, **fields) -> dict:
+        for pid in self.pids:
+            processes.thaw(pid, self.trusted)
+        try:
+            return super().ask(op, **fields)
+        finally:
+            for pid in self.pids:
+                processes.freeze(pid, self.trusted)
+
+
+def merged(op: str, replies: list[dict]) -> dict:
+    """The ranks' replies to one operation as one worker's."""
+    first = replies[0]
+    if op == "time":
+        waited = [r["waited_ms"] for r in replies]
+        return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited)}
+    if op != "finish":
+        return first
+    from tutor.harness.ranks import slowest
+
+    result = dict(first)
+    for key in ("samples_ms", "gpu_samples_ms"):
+        result[key] = {name: slowest([r[key][name] for r in replies]) for name in first[key]}
+    result["host_timed"] = sorted({name for r in replies for name in r["host_timed"]})
+    if "violations" in first:
+        result["violations"] = list(dict.fromkeys(v for r in replies for v in r["violations"]))
+    return result
+
+
+def start(request: dict, sink: EventSink) -> tuple[Side | RankedSide, Candidate | RankedCandidate]:
     """Fork the ruler and the candidate; neither has loaded anything yet."""
     from tutor.harness.worker import serve
 
@@ -93,6 +162,8 @@ def start(request: dict, sink: EventSink) -> tuple[Side, Candidate]:
     candidate, oracle = request["candidate"], request["oracle"]
     # The oracle always: the checks compare with the ruler's copy (even when it is also the candidate).
     ruler_names = list(dict.fromkeys([oracle, *(n for n in request["time"] if n != candidate)]))
+    if request.get("ranks", 1) > 1:
+        return _start_ranked(request, sink, ruler_names)
 
     def worker(names: list[str], who: str | None):
         def body(conn: Connection) -> None:
@@ -113,16 +184,40 @@ def start(request: dict, sink: EventSink) -> tuple[Side, Candidate]:
     return ruler, learner
 
 
+def _start_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[RankedSide, RankedCandidate]:
+    """A multi-GPU grade: each side a rank group, ruler first, every learner rank frozen until asked."""
+    from tutor.harness import ranks
+    from tutor.harness.worker import rank_handler
+
+    world, candidate = request["ranks"], request["candidate"]
+    backend = "nccl" if request["device"] == "cuda" else "gloo"
+    ruler = RankedSide("ruler", ranks.start(world, rank_handler(request, ruler_names, None), backend, sink.close),
+                       ruler_names)
+    learner = RankedCandidate("candidate", ranks.start(world, rank_handler(request, [candidate], candidate), backend,
+                                                       sink.close), [candidate], trusted=frozenset(ruler.pids))
+    for pid in learner.pids:
+        processes.freeze(pid, learner.trusted)
+
+    def stopped(signum, frame):  # the tutor stops the run: end every learner rank too
+        for pid in learner.pids:
+            processes.kill_all(pid, learner.trusted)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stopped)
+    return ruler, learner
+
+
 def check_and_time(request: dict, sink: EventSink) -> dict:
     ruler, learner = start(request, sink)
     try:
         return _check_and_time(request, sink, ruler, learner)
     finally:
-        processes.kill_all(learner.pid, learner.trusted)
-        ruler.conn.close()
+        for pid in learner.pids:
+            processes.kill_all(pid, learner.trusted)
+        ruler.close()
 
 
-def _check_and_time(request: dict, sink: EventSink, ruler: Side, learner: Candidate) -> dict:
+def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide, learner: Candidate | RankedCandidate) -> dict:
     names, candidate, oracle = request["time"], request["candidate"], request["oracle"]
     sides = {name: (learner if name == candidate else ruler) for name in [*names, oracle]}
 
@@ -180,7 +275,7 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side, learner: Candid
     result = merge(checks, timed_checks, theirs, mine, stalled)
     if before or after:
         result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),
-                                 "concerns": gpu_environment.concerns(before, after, {ruler.pid, learner.pid})}
+                                 "concerns": gpu_environment.concerns(before, after, {*ruler.pids, *learner.pids})}
     return result
 
 

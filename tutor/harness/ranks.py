@@ -39,14 +39,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank_body(rank: int, world: int, port: int, backend: str, handler: Handler) -> Callable[[Connection], None]:
+def _rank_body(rank: int, world: int, port: int, backend: str, handler: Handler,
+               in_child: Callable[[], None] | None) -> Callable[[Connection], None]:
     def body(conn: Connection) -> None:
+        if in_child:
+            in_child()
         import torch
         import torch.distributed as dist
 
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
         if backend == "nccl":
             torch.cuda.set_device(rank)
+        else:  # a CPU rank stands for one GPU: one thread. And forked from a parent whose OpenMP pool ran, a
+            # child that enters a parallel region can hang forever (seen in the test suite: torch.ones(4M)).
+            torch.set_num_threads(1)
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
         # The harness's own group: barriers that no workload's collective can stand in.
         harness_group = dist.new_group(backend="gloo")
@@ -62,7 +68,10 @@ def _rank_body(rank: int, world: int, port: int, backend: str, handler: Handler)
                     if message.get("aligned"):
                         dist.barrier(group=harness_group)
                     reply = handler(rank, world, message)
-                except Exception as e:  # the rank's failure is the coordinator's to report, with its rank
+                except HarnessFailure as f:  # the rank's failure is the coordinator's to report, with its rank
+                    reply = {"error": {"kind": f.kind, "message": f"rank {rank}: {f.message}", "where": f.where,
+                                       "tb": f.tb[-4000:]}}
+                except Exception as e:
                     reply = {"error": {"kind": "crashed", "message": f"rank {rank}: {type(e).__name__}: {e}",
                                        "tb": traceback.format_exc()[-4000:]}}
                 wire.send(conn, reply)
@@ -101,7 +110,8 @@ class RankGroup:
                     raise HarnessFailure("crashed", f"rank {rank}'s process ended before it answered {op!r}") from e
         failed = [replies[r]["error"] for r in sorted(replies) if "error" in replies[r]]
         if failed:
-            raise HarnessFailure(failed[0]["kind"], "; ".join(f["message"] for f in failed), "ranks", failed[0]["tb"])
+            raise HarnessFailure(failed[0]["kind"], "; ".join(f["message"] for f in failed),
+                                 failed[0].get("where", "ranks"), failed[0]["tb"])
         return [replies[r] for r in range(self.world)]
 
     def stop(self) -> None:
@@ -131,10 +141,12 @@ def _reap(pid: int, limit_s: float = STOP_LIMIT_S) -> None:
         os.waitpid(pid, 0)
 
 
-def start(world: int, handler: Handler, backend: str) -> RankGroup:
-    """Fork `world` ranks running `handler`, each in a process group of its own size (gloo or nccl)."""
+def start(world: int, handler: Handler, backend: str, in_child: Callable[[], None] | None = None) -> RankGroup:
+    """Fork `world` ranks running `handler`, each in a process group of its own size (gloo or nccl);
+    `in_child` runs first in each (the coordinator's pipes to the tutor closed there, say)."""
     port = free_port()
-    forked = [processes.fork_worker(_rank_body(rank, world, port, backend, handler)) for rank in range(world)]
+    forked = [processes.fork_worker(_rank_body(rank, world, port, backend, handler, in_child))
+              for rank in range(world)]
     return RankGroup([pid for pid, _ in forked], [conn for _, conn in forked])
 
 

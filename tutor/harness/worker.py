@@ -188,7 +188,8 @@ class Worker:
                   # Memory kept after prepare(): caches built lazily in forward() show up here.
                   "growth_bytes": self.device.allocated_bytes(full=True) - self.prepared_bytes}
         if self.candidate:
-            if not self.device.cuda:  # on CUDA the clocks already wait for the whole device
+            # On CUDA the clocks already wait for the whole device; with ranks, gloo's own threads do the collectives.
+            if not self.device.cuda and self.request.get("ranks", 1) == 1:
                 hidden = self.side.violation(sum(self.samples.get(self.candidate, [])))
                 if hidden:
                     self.guard.note(hidden)
@@ -242,6 +243,22 @@ class Worker:
 # How long a comparator waits for GPU work the candidate's process left behind before that is a violation.
 QUIET_LIMIT_S = 5.0
 OPERATIONS = ("prepare", "prepared", "warm_up", "calibrate", "run", "time", "finish")
+
+
+def rank_handler(request: dict, names: list[str], candidate: str | None):
+    """A rank's answers in a multi-GPU grade (tutor.harness.ranks): the worker a one-process side has, on
+    this rank's GPU (torch.distributed set up by then), built at the first message."""
+    workers: list[Worker] = []
+
+    def handle(rank: int, world: int, message: dict) -> dict:
+        message = {k: v for k, v in message.items() if k != "aligned"}
+        op = message.pop("op")
+        if op not in OPERATIONS:
+            raise HarnessFailure("bad_request", f"unknown worker operation {op!r}")
+        if not workers:
+            workers.append(Worker(request, names, candidate))
+        return getattr(workers[0], op)(**message)
+    return handle
 
 
 def serve(conn: Connection, request: dict, names: list[str], candidate: str | None) -> None:
