@@ -114,6 +114,7 @@ case ${1:-1} in
           tests/test_draft_puzzles.py tests/test_puzzle10.py)
       }
       step collectives 150 python3 benchmarks/collectives.py --world 2 --json "$OUT/collectives.json"  # both GPUs
-      on_gpu 0 measure puzzle12 450 & on_gpu 1 draft_tests & wait ;;
+      step ranks_gpu_test 150 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_ranks.py  # both GPUs
+      on_gpu 0 measure puzzle12 400 & on_gpu 1 draft_tests & wait ;;
 esac
 ls -laR "$OUT" | head -60

@@ -156,3 +156,28 @@ def test_profiling_a_multi_gpu_workload_alone_says_it_is_not_built(make_request,
     with pytest.raises(RunFailed) as e:
         run_harness(request, tmp_path / "run", 120, on_event=lambda event: None)
     assert "process on each of 2 GPUs" in str(e.value)
+
+
+@pytest.mark.gpu
+def test_a_grade_runs_each_side_on_two_gpus_with_nccl(make_request, tmp_path):
+    """The same grade on a 2-GPU host: each side a rank a GPU, NCCL's all-reduce in the learner's ranks."""
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    from tutor.runner import run_harness
+
+    request = make_request(mine="""
+        import torch
+        import torch.distributed as dist
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            y = (x * state["w"]).to(device=f"cuda:{dist.get_rank()}")
+            dist.all_reduce(y)
+            return (y / dist.get_world_size()).cpu()
+    """)
+    request.update(ranks=2, device="cuda")
+    result = run_harness(request, tmp_path / "run", 300, on_event=lambda event: None).result
+    print({name: [round(ms, 3) for ms in samples] for name, samples in result["samples_ms"].items()})
+    assert [c["rel_l2"] for c in result["checks"]] == [0.0, 0.0] and not result["violations"]
