@@ -114,7 +114,8 @@ case ${1:-1} in
           tests/test_draft_puzzles.py tests/test_puzzle10.py)
       }
       step collectives 150 python3 benchmarks/collectives.py --world 2 --json "$OUT/collectives.json"  # both GPUs
-      step ranks_gpu_test 150 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_ranks.py  # both GPUs
+      (export INFPROF_DRAFTS=1; step ranks_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_ranks.py tests/test_draft_puzzles.py -k nccl)  # both GPUs: rank groups on NCCL, puzzle13's styles
       on_gpu 0 measure puzzle12 400 & on_gpu 1 draft_tests & wait ;;
 esac
 ls -laR "$OUT" | head -60

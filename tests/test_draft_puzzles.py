@@ -3,7 +3,8 @@ cache written in place decodes what torch.cat's copies decode; puzzle7's batches
 pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle9's baseline kernel
 spills and its fixes do not, as ptxas reports on this GPU-less machine and Nsight Compute saw on the
 H100; puzzle11's kernels differ from the baseline's only where its warps' shared loads land; puzzle12's
-kernels compile and torch's transposed copy is exact; drafts stay out of learners' sight.
+kernels compile and torch's transposed copy is exact; puzzle13's styles give rank 0 the same bits on two
+gloo ranks; drafts stay out of learners' sight.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled,
 pinned and hand-written CUDA ones are the GPU's to test (the `gpu` tests here) and grade
@@ -289,6 +290,58 @@ def test_puzzle12_every_style_gives_the_keys_transposed_exactly(workload):
     got = other.forward(other.prepare({}, "cuda"), keys)
     print(workload, tuple(got.shape))
     assert torch.equal(got, keys.T.contiguous())
+
+
+# -- puzzle13: a tensor-parallel MLP that all-reduces one request at a time (two gloo ranks on the CPU) ------
+
+P13 = get_puzzle("puzzle13", drafts=True)
+# The coalescing manager is NCCL's: gloo does not implement it, so that style is the GPUs' to check.
+P13_STYLES = ["baseline.py", "solution/workload.py", "alternatives/buckets.py", "alternatives/coalesced.py"]
+
+
+def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
+    """In a rank: puzzle13's styles on the same batch (small on the CPU), each output as this rank returns it."""
+    import torch.distributed as dist
+
+    spec13 = load(P13, "spec.py")
+    device = "cpu" if dist.get_backend() == "gloo" else "cuda"
+    if device == "cpu":
+        spec13.BATCH, spec13.HIDDEN, spec13.FFN = 64, 128, 256  # the same split, a CPU's share of it
+    weights, x = spec13.make_weights(1, device), spec13.make_input(2, device)
+    outputs = {}
+    for style in P13_STYLES[:3] if device == "cpu" else P13_STYLES:
+        module = load(P13, style)
+        outputs[style] = module.forward(module.prepare(weights, "cpu"), x)
+    unsplit = torch.relu(x @ weights["w1"]) @ weights["w2"]
+    return {"outputs": {k: v.cpu() for k, v in outputs.items()}, "unsplit": unsplit.cpu()}
+
+
+@pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
+def test_puzzle13_every_style_gives_rank_0_the_baselines_output_bit_for_bit(backend):
+    """Two ranks, as the grade runs them (tutor.harness.ranks): the bucketing of the sum changes no bit
+    (a + b, two ranks), and the halves add up to the unsplit MLP up to bf16's rounding of the split sum."""
+    from tutor.harness import ranks
+
+    if backend == "nccl" and torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    group = ranks.start(2, _puzzle13_rank, backend)
+    try:
+        replies = group.ask("styles")
+    finally:
+        group.stop()
+    for reply in replies:
+        baseline = reply["outputs"]["baseline.py"]
+        assert all(torch.equal(out, baseline) for out in reply["outputs"].values()), \
+            [s for s, out in reply["outputs"].items() if not torch.equal(out, baseline)]
+    rank0 = replies[0]["outputs"]["baseline.py"].float()
+    unsplit = replies[0]["unsplit"].float()
+    assert (torch.linalg.vector_norm(rank0 - unsplit) / torch.linalg.vector_norm(unsplit)).item() < 2e-2
+
+
+def test_puzzle13_is_a_draft_whose_folder_checks_pass():
+    checks = {c.name: c for c in static_checks(P13)}
+    assert "puzzle13" not in all_puzzles() and checks["recordings"].status == "skipped"
+    assert all(c.status != "failed" for c in checks.values()), [c for c in checks.values() if c.status == "failed"]
 
 
 def test_the_device_script_names_only_puzzles_and_files_that_exist():
