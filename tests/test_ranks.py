@@ -148,14 +148,43 @@ def test_a_rank_that_fails_is_named_in_the_grade(make_request, tmp_path):
     assert "rank 1" in str(e.value) and "rank one cannot load its shard" in str(e.value)
 
 
-def test_profiling_a_multi_gpu_workload_alone_says_it_is_not_built(make_request, tmp_path):
+ALL_REDUCING = """
+    import torch
+    import torch.distributed as dist
+    def prepare(weights, device):
+        return weights
+    def forward(state, x):
+        y = x * state["w"]
+        dist.all_reduce(y)
+        return y / dist.get_world_size()
+"""
+
+
+def test_a_multi_gpu_workload_is_profiled_as_ranks_rank_0s_trace_the_profiles(make_request, tmp_path):
+    """Profiled as it is graded, a process a rank in step: rank 0's PyTorch-profiler trace is the profile's,
+    the other rank's lies beside it, and both saw the all-reduce."""
+    import json
+
+    from tutor.runner import run_harness
+
+    request = make_request(mode="profile", mine=ALL_REDUCING)
+    trace = tmp_path / "trace.json"
+    request.update(ranks=2, prepare=["mine"], profile={"workload": "mine", "iterations": 2, "trace_path": str(trace)})
+    result = run_harness(request, tmp_path / "run", 180, on_event=lambda event: None).result
+    assert result["trace_path"] == str(trace) and result["workload"] == "mine"
+    for path in (trace, tmp_path / "trace.rank1.json"):
+        names = {event.get("name", "") for event in json.loads(path.read_text())["traceEvents"]}
+        assert any("all_reduce" in name or "allreduce" in name for name in names), sorted(names)[:20]
+
+
+def test_other_modes_of_a_multi_gpu_workload_say_they_are_not_built(make_request, tmp_path):
     from tutor.runner import RunFailed, run_harness
 
-    request = make_request(mode="profile")
-    request.update(ranks=2, prepare=["baseline"])
+    request = make_request(mode="memory", mine=ALL_REDUCING)
+    request.update(ranks=2, prepare=["mine"])
     with pytest.raises(RunFailed) as e:
         run_harness(request, tmp_path / "run", 120, on_event=lambda event: None)
-    assert "process on each of 2 GPUs" in str(e.value)
+    assert "process on each of 2 GPUs" in str(e.value) and "not built yet" in str(e.value)
 
 
 @pytest.mark.gpu

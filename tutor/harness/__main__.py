@@ -44,7 +44,9 @@ def run(request: dict, sink: EventSink) -> dict:
     if request["mode"] == "check":
         from tutor.harness import lockstep
         return lockstep.check_and_time(request, sink)
-    from tutor.harness.alone import run_alone  # profile, kernels, timeline, memory: one workload here
+    from tutor.harness.alone import run_alone, run_alone_in_ranks  # profile, kernels, timeline, memory
+    if request.get("ranks", 1) > 1:  # a multi-GPU workload: a process a GPU, as its grade runs it
+        return run_alone_in_ranks(request, sink)
     return run_alone(request, sink)
 
 

@@ -6,6 +6,7 @@ Systems), allocations (the allocator's history) and memory modes. Timed grades r
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 
 from tutor.harness.events import EventSink
@@ -20,9 +21,6 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
     from tutor.harness.worker import SPEC_API, WORKLOAD_API, setup
 
-    if request.get("ranks", 1) > 1:  # one process cannot stand for several GPUs' ranks
-        raise HarnessFailure("bad_request", f"{request['mode']} runs one workload in one process, and this puzzle "
-                             f"runs a process on each of {request['ranks']} GPUs: not built yet (issue 18); grade it")
     [name] = request["prepare"]
     role = "candidate" if name == request.get("candidate") else "ruler"
     device = setup(request, timing=False, role=role)
@@ -68,6 +66,33 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     else:
         raise HarnessFailure("bad_request", f"unknown mode {request['mode']!r}")
     return result
+
+
+def run_alone_in_ranks(request: dict, sink: EventSink) -> dict:
+    """A multi-GPU workload profiled: a process a GPU (tutor.harness.ranks), each running it as run_alone
+    does, in step (their collectives need each other). Rank 0's trace is the profile's; each other rank's
+    lies beside it (trace.rankN.json), and only rank 0 reports its stages."""
+    from tutor.harness import ranks
+
+    if request["mode"] != "profile":
+        raise HarnessFailure("bad_request", f"{request['mode']} runs one workload in one process, and this puzzle "
+                             f"runs a process on each of {request['ranks']} GPUs: not built yet (issue 18); "
+                             "profile it with the PyTorch profiler, or grade it")
+
+    def in_rank(rank: int, world: int, message: dict) -> dict:
+        mine = dict(request)
+        if rank:
+            trace = Path(request["profile"]["trace_path"])
+            mine["profile"] = {**request["profile"], "trace_path": str(trace.with_name(f"{trace.stem}.rank{rank}{trace.suffix}"))}
+        # As the tutor reads it (JSON), so the pipe carries plain values (torch's version object is not one).
+        return json.loads(json.dumps(run_alone(mine, sink), default=str))
+
+    group = ranks.start(request["ranks"], in_rank, "nccl" if request["device"] == "cuda" else "gloo",
+                        in_child=lambda rank: rank and sink.close())
+    try:
+        return group.ask("run", limit_s=24 * 3600.0)[0]  # the tutor's own time limit ends a run that hangs
+    finally:
+        group.stop()
 
 
 def _warm_inputs(request: dict, spec, forward, device, sink: EventSink) -> list:

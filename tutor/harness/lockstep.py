@@ -191,10 +191,11 @@ def _start_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tup
 
     world, candidate = request["ranks"], request["candidate"]
     backend = "nccl" if request["device"] == "cuda" else "gloo"
-    ruler = RankedSide("ruler", ranks.start(world, rank_handler(request, ruler_names, None), backend, sink.close),
+    quiet = lambda rank: sink.close()  # noqa: E731 - only the coordinator speaks to the tutor
+    ruler = RankedSide("ruler", ranks.start(world, rank_handler(request, ruler_names, None), backend, quiet),
                        ruler_names)
     learner = RankedCandidate("candidate", ranks.start(world, rank_handler(request, [candidate], candidate), backend,
-                                                       sink.close), [candidate], trusted=frozenset(ruler.pids))
+                                                       quiet), [candidate], trusted=frozenset(ruler.pids))
     for pid in learner.pids:
         processes.freeze(pid, learner.trusted)
 

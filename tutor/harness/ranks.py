@@ -40,10 +40,10 @@ def free_port() -> int:
 
 
 def _rank_body(rank: int, world: int, port: int, backend: str, handler: Handler,
-               in_child: Callable[[], None] | None) -> Callable[[Connection], None]:
+               in_child: Callable[[int], None] | None) -> Callable[[Connection], None]:
     def body(conn: Connection) -> None:
         if in_child:
-            in_child()
+            in_child(rank)
         import torch
         import torch.distributed as dist
 
@@ -141,9 +141,9 @@ def _reap(pid: int, limit_s: float = STOP_LIMIT_S) -> None:
         os.waitpid(pid, 0)
 
 
-def start(world: int, handler: Handler, backend: str, in_child: Callable[[], None] | None = None) -> RankGroup:
+def start(world: int, handler: Handler, backend: str, in_child: Callable[[int], None] | None = None) -> RankGroup:
     """Fork `world` ranks running `handler`, each in a process group of its own size (gloo or nccl);
-    `in_child` runs first in each (the coordinator's pipes to the tutor closed there, say)."""
+    `in_child(rank)` runs first in each (the coordinator's pipe to the tutor closed there, say)."""
     port = free_port()
     forked = [processes.fork_worker(_rank_body(rank, world, port, backend, handler, in_child))
               for rank in range(world)]
