@@ -104,6 +104,18 @@ def test_the_collectives_benchmark_measures_each_scene_through_the_launcher():
 
 # -- a grade whose sides are rank groups, through the real harness subprocess (gloo on the CPU) ------------
 
+ALL_REDUCING = """
+    import torch
+    import torch.distributed as dist
+    def prepare(weights, device):
+        return weights
+    def forward(state, x):
+        y = x * state["w"]
+        dist.all_reduce(y)
+        return y / dist.get_world_size()
+"""
+
+
 def grade_in_ranks(make_request, tmp_path, mine: str, world: int = 2):
     from tutor.runner import run_harness
 
@@ -115,16 +127,7 @@ def grade_in_ranks(make_request, tmp_path, mine: str, world: int = 2):
 def test_a_grade_runs_each_side_as_ranks_and_checks_rank_0s_output(make_request, tmp_path):
     """The learner's ranks all-reduce their input and divide by the world: the baseline's output, found
     only if every rank took part; every timed round is one sample, the slowest rank's."""
-    outcome = grade_in_ranks(make_request, tmp_path, """
-        import torch
-        import torch.distributed as dist
-        def prepare(weights, device):
-            return weights
-        def forward(state, x):
-            y = x * state["w"]
-            dist.all_reduce(y)
-            return y / dist.get_world_size()
-    """)
+    outcome = grade_in_ranks(make_request, tmp_path, ALL_REDUCING)
     result = outcome.result
     assert [c["rel_l2"] for c in result["checks"]] == [0.0, 0.0]
     assert all(c["rel_l2"] == 0.0 for c in result["timed_checks"])
@@ -147,17 +150,6 @@ def test_a_rank_that_fails_is_named_in_the_grade(make_request, tmp_path):
         """)
     assert "rank 1" in str(e.value) and "rank one cannot load its shard" in str(e.value)
 
-
-ALL_REDUCING = """
-    import torch
-    import torch.distributed as dist
-    def prepare(weights, device):
-        return weights
-    def forward(state, x):
-        y = x * state["w"]
-        dist.all_reduce(y)
-        return y / dist.get_world_size()
-"""
 
 
 def test_a_multi_gpu_workload_is_profiled_as_ranks_rank_0s_trace_the_profiles(make_request, tmp_path):

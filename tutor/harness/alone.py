@@ -83,7 +83,8 @@ def run_alone_in_ranks(request: dict, sink: EventSink) -> dict:
         mine = dict(request)
         if rank:
             trace = Path(request["profile"]["trace_path"])
-            mine["profile"] = {**request["profile"], "trace_path": str(trace.with_name(f"{trace.stem}.rank{rank}{trace.suffix}"))}
+            beside = trace.with_name(f"{trace.stem}.rank{rank}{trace.suffix}")
+            mine["profile"] = {**request["profile"], "trace_path": str(beside)}
         # As the tutor reads it (JSON), so the pipe carries plain values (torch's version object is not one).
         return json.loads(json.dumps(run_alone(mine, sink), default=str))
 

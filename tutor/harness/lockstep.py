@@ -218,7 +218,8 @@ def check_and_time(request: dict, sink: EventSink) -> dict:
         ruler.close()
 
 
-def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide, learner: Candidate | RankedCandidate) -> dict:
+def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
+                    learner: Candidate | RankedCandidate) -> dict:
     names, candidate, oracle = request["time"], request["candidate"], request["oracle"]
     sides = {name: (learner if name == candidate else ruler) for name in [*names, oracle]}
 
