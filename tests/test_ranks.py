@@ -202,3 +202,20 @@ def test_a_grade_runs_each_side_on_two_gpus_with_nccl(make_request, tmp_path):
     result = run_harness(request, tmp_path / "run", 300, on_event=lambda event: None).result
     print({name: [round(ms, 3) for ms in samples] for name, samples in result["samples_ms"].items()})
     assert [c["rel_l2"] for c in result["checks"]] == [0.0, 0.0] and not result["violations"]
+
+
+def test_the_ranks_replies_merge_as_one_workers():
+    """lockstep.merged: a round's wait is the longest (and a stall on any rank is a stall); at the end each
+    sample is the slowest rank's, and what any rank was charged with or did wrong counts."""
+    from tutor.harness.lockstep import merged
+
+    assert merged("time", [{"waited_ms": 1.0, "checked": ["rank 0's"]}, {"waited_ms": 3.0, "checked": []}]) == \
+        {"waited_ms": 3.0, "checked": ["rank 0's"]}
+    assert merged("time", [{"waited_ms": 1.0, "checked": []}, {"waited_ms": -1.0, "checked": []}])["waited_ms"] == -1.0
+    finish = [{"samples_ms": {"mine": [1.0, 4.0]}, "gpu_samples_ms": {"mine": [0.5, 0.5]}, "host_timed": [],
+               "violations": ["a"], "clocks": "rank 0's"},
+              {"samples_ms": {"mine": [2.0, 3.0]}, "gpu_samples_ms": {"mine": [0.4, 0.6]}, "host_timed": ["mine"],
+               "violations": ["a", "b"], "clocks": "rank 1's"}]
+    assert merged("finish", finish) == {"samples_ms": {"mine": [2.0, 4.0]}, "gpu_samples_ms": {"mine": [0.5, 0.6]},
+                                        "host_timed": ["mine"], "violations": ["a", "b"], "clocks": "rank 0's"}
+    assert merged("run", [{"out": 0}, {"out": 1}]) == {"out": 0}  # rank 0's output is the one checked
