@@ -27,6 +27,7 @@ from tutor.harness import gpu_environment, processes, wire
 from tutor.harness.checks import compare
 from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
+from tutor.harness.ranks import slowest
 from tutor.protocol import death_words
 
 _order = random.SystemRandom()
@@ -119,20 +120,22 @@ class RankedSide:
 
 
 class RankedCandidate(RankedSide):
-    """The learner's ranks: thawed only while they are asked something, frozen the rest of the time."""
+    """The learner's ranks: thawed only while they are asked something, frozen the rest of the time.
+
+    One call on rank 0 reaches every rank: processes.learner_side takes each untrusted child of the
+    coordinator (every learner rank; the ruler's are trusted) and all they started.
+    """
 
     def __init__(self, role: str, group, names: list[str], trusted: frozenset[int]):
         super().__init__(role, group, names)
         self.trusted = trusted
 
     def ask(self, op: str, **fields) -> dict:
-        for pid in self.pids:
-            processes.thaw(pid, self.trusted)
+        processes.thaw(self.pid, self.trusted)
         try:
             return super().ask(op, **fields)
         finally:
-            for pid in self.pids:
-                processes.freeze(pid, self.trusted)
+            processes.freeze(self.pid, self.trusted)
 
 
 def merged(op: str, replies: list[dict]) -> dict:
@@ -143,8 +146,6 @@ def merged(op: str, replies: list[dict]) -> dict:
         return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited)}
     if op != "finish":
         return first
-    from tutor.harness.ranks import slowest
-
     result = dict(first)
     for key in ("samples_ms", "gpu_samples_ms"):
         result[key] = {name: slowest([r[key][name] for r in replies]) for name in first[key]}
@@ -155,25 +156,16 @@ def merged(op: str, replies: list[dict]) -> dict:
 
 
 def start(request: dict, sink: EventSink) -> tuple[Side | RankedSide, Candidate | RankedCandidate]:
-    """Fork the ruler and the candidate; neither has loaded anything yet."""
-    from tutor.harness.worker import serve
-
+    """Fork the ruler and the candidate (a process each, or a rank group each); neither has loaded anything yet."""
     processes.become_subreaper()
     candidate, oracle = request["candidate"], request["oracle"]
     # The oracle always: the checks compare with the ruler's copy (even when it is also the candidate).
     ruler_names = list(dict.fromkeys([oracle, *(n for n in request["time"] if n != candidate)]))
     if request.get("ranks", 1) > 1:
-        return _start_ranked(request, sink, ruler_names)
-
-    def worker(names: list[str], who: str | None):
-        def body(conn: Connection) -> None:
-            sink.close()  # only the coordinator speaks to the tutor
-            serve(conn, request, names, who)
-        return body
-
-    ruler = Side("ruler", *processes.fork_worker(worker(ruler_names, None)), ruler_names)
-    learner = Candidate("candidate", *processes.fork_worker(worker([candidate], candidate)), [candidate],
-                        trusted=frozenset({ruler.pid}))
+        ruler, learner = _fork_ranked(request, sink, ruler_names)
+    else:
+        ruler, learner = _fork(request, sink, ruler_names)
+    # One call reaches every process of the learner's side, each of its ranks included (processes.learner_side).
     processes.freeze(learner.pid, learner.trusted)
 
     def stopped(signum, frame):  # the tutor stops the run (time limit, cancel): end the learner's side too
@@ -184,8 +176,23 @@ def start(request: dict, sink: EventSink) -> tuple[Side | RankedSide, Candidate 
     return ruler, learner
 
 
-def _start_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[RankedSide, RankedCandidate]:
-    """A multi-GPU grade: each side a rank group, ruler first, every learner rank frozen until asked."""
+def _fork(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[Side, Candidate]:
+    from tutor.harness.worker import serve
+
+    def worker(names: list[str], who: str | None):
+        def body(conn: Connection) -> None:
+            sink.close()  # only the coordinator speaks to the tutor
+            serve(conn, request, names, who)
+        return body
+
+    candidate = request["candidate"]
+    ruler = Side("ruler", *processes.fork_worker(worker(ruler_names, None)), ruler_names)
+    return ruler, Candidate("candidate", *processes.fork_worker(worker([candidate], candidate)), [candidate],
+                            trusted=frozenset({ruler.pid}))
+
+
+def _fork_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[RankedSide, RankedCandidate]:
+    """A multi-GPU grade: each side a rank group, the ruler's first."""
     from tutor.harness import ranks
     from tutor.harness.worker import rank_handler
 
@@ -194,18 +201,8 @@ def _start_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tup
     quiet = lambda rank: sink.close()  # noqa: E731 - only the coordinator speaks to the tutor
     ruler = RankedSide("ruler", ranks.start(world, rank_handler(request, ruler_names, None), backend, quiet),
                        ruler_names)
-    learner = RankedCandidate("candidate", ranks.start(world, rank_handler(request, [candidate], candidate), backend,
-                                                       quiet), [candidate], trusted=frozenset(ruler.pids))
-    for pid in learner.pids:
-        processes.freeze(pid, learner.trusted)
-
-    def stopped(signum, frame):  # the tutor stops the run: end every learner rank too
-        for pid in learner.pids:
-            processes.kill_all(pid, learner.trusted)
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stopped)
-    return ruler, learner
+    return ruler, RankedCandidate("candidate", ranks.start(world, rank_handler(request, [candidate], candidate),
+                                                           backend, quiet), [candidate], trusted=frozenset(ruler.pids))
 
 
 def check_and_time(request: dict, sink: EventSink) -> dict:
@@ -213,8 +210,7 @@ def check_and_time(request: dict, sink: EventSink) -> dict:
     try:
         return _check_and_time(request, sink, ruler, learner)
     finally:
-        for pid in learner.pids:
-            processes.kill_all(pid, learner.trusted)
+        processes.kill_all(learner.pid, learner.trusted)
         ruler.close()
 
 

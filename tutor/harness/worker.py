@@ -251,14 +251,18 @@ def rank_handler(request: dict, names: list[str], candidate: str | None):
     workers: list[Worker] = []
 
     def handle(rank: int, world: int, message: dict) -> dict:
-        message = {k: v for k, v in message.items() if k != "aligned"}
-        op = message.pop("op")
-        if op not in OPERATIONS:
-            raise HarnessFailure("bad_request", f"unknown worker operation {op!r}")
         if not workers:
             workers.append(Worker(request, names, candidate))
-        return getattr(workers[0], op)(**message)
+        return answer(workers[0], {k: v for k, v in message.items() if k != "aligned"})
     return handle
+
+
+def answer(worker: Worker, message: dict) -> dict:
+    """The worker's reply to one message: its operation, with the message's fields."""
+    op = message.pop("op")
+    if op not in OPERATIONS:
+        raise HarnessFailure("bad_request", f"unknown worker operation {op!r}")
+    return getattr(worker, op)(**message)
 
 
 def serve(conn: Connection, request: dict, names: list[str], candidate: str | None) -> None:
@@ -272,10 +276,8 @@ def serve(conn: Connection, request: dict, names: list[str], candidate: str | No
         try:
             if worker is None:
                 worker = Worker(request, names, candidate)
-            op = message.pop("op")
-            if op not in OPERATIONS:
-                raise HarnessFailure("bad_request", f"unknown worker operation {op!r}")
-            reply = getattr(worker, op)(**message)
+            op = message["op"]
+            reply = answer(worker, message)
         except HarnessFailure as f:
             print(f.tb or f.message, file=sys.stderr)
             wire.send(conn, {"error": {"kind": f.kind, "message": f.message, "where": f.where, "tb": f.tb[-4000:]}})
