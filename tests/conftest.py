@@ -19,6 +19,13 @@ def recording(puzzle: str, name: str) -> Path:
     return Path(__file__).parent.parent / "challenges" / puzzle / "recordings" / f"h100_baseline_{name}"
 
 
+def puzzle_file(puzzle, relative: str):
+    """A file of a puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
+    from tutor.harness.loading import load_module
+
+    return load_module(puzzle.folder / relative, f"{puzzle.id}_{relative.replace('/', '_')}", ())
+
+
 def ncu_learner_profiles(baseline_csv: Path, mine_csv: Path, mine_code: str = "graded"):
     """A learner's newest Nsight Compute profiles of the baseline and of their workload, from recorded
     ncu exports; `mine_code` is the code their profile of mine ran ("graded": the code being graded)."""

@@ -19,16 +19,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import puzzle_file
 from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
 from tutor.dev_check import static_checks
-from tutor.harness.loading import load_module
 
 P5 = get_puzzle("puzzle5", drafts=True)
-
-
-def load(puzzle, relative: str):
-    """A file of a puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
-    return load_module(puzzle.folder / relative, f"{puzzle.id}_{relative.replace('/', '_')}", ())
 
 
 def test_a_draft_is_hidden_from_learners_until_asked_for(tmp_path, monkeypatch):
@@ -45,7 +40,7 @@ def test_a_draft_is_hidden_from_learners_until_asked_for(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("workload", ["alternatives/in_place.py", "alternatives/masked_compiled.py"])
 def test_puzzle5_the_cache_written_in_place_decodes_what_the_copies_decode(workload):
-    spec5, baseline, other = (load(P5, f) for f in ("spec.py", "baseline.py", workload))
+    spec5, baseline, other = (puzzle_file(P5, f) for f in ("spec.py", "baseline.py", workload))
     weights = spec5.make_weights(3, "cpu")
     state = other.prepare(weights, "cpu")
     if "step" in state:  # masked_compiled's module uncompiled: compiling is the GPU's to test
@@ -71,7 +66,7 @@ P7 = get_puzzle("puzzle7", drafts=True)
 
 
 def test_puzzle7_batches_arrive_fresh_on_the_host():
-    spec7 = load(P7, "spec.py")
+    spec7 = puzzle_file(P7, "spec.py")
     first, again, other = (spec7.make_input(seed, "cpu") for seed in (1, 1, 2))  # on a GPU too (the gpu test below)
     assert len(first) == spec7.BATCHES and all(b.device.type == "cpu" and b.dtype == torch.float32 for b in first)
     assert first[0].shape == (spec7.ROWS, spec7.FEATURES)
@@ -81,7 +76,7 @@ def test_puzzle7_batches_arrive_fresh_on_the_host():
 
 def test_puzzle7s_tolerance_passes_fp32_in_any_order_and_fails_a_16_bit_trip():
     """On 1024 rows of two batches: the scores batched in one matmul, and after a trip through fp16."""
-    spec7, baseline = load(P7, "spec.py"), load(P7, "baseline.py")
+    spec7, baseline = puzzle_file(P7, "spec.py"), puzzle_file(P7, "baseline.py")
     w = spec7.make_weights(1, "cpu")
     xs = [b[:1024] for b in spec7.make_input(2, "cpu")[:2]]
     expected = baseline.forward(w, xs)
@@ -103,7 +98,7 @@ def test_puzzle7_is_a_draft_whose_folder_checks_pass():
 @pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/pinned_at_once.py",
                                       "alternatives/one_stream.py"])
 def test_puzzle7_every_honest_style_scores_what_the_baseline_scores(workload):
-    spec7, baseline, other = (load(P7, f) for f in ("spec.py", "baseline.py", workload))
+    spec7, baseline, other = (puzzle_file(P7, f) for f in ("spec.py", "baseline.py", workload))
     w = spec7.make_weights(3, "cuda")
     state = other.prepare(w, "cuda")
     for seed in (4, 5):  # twice: the second call reuses the buffers and events of the first
@@ -127,7 +122,7 @@ def test_puzzle9_ptxas_finds_the_baselines_spills_and_none_in_the_fixes(tmp_path
     from tutor.profilers import ptxas
 
     source = tmp_path / "kernel.cu"
-    source.write_text(load(P9, workload).KERNEL)
+    source.write_text(puzzle_file(P9, workload).KERNEL)
     [kernel] = ptxas.compile_report(source)
     print(workload, kernel)
     assert (kernel.spill_store_bytes > 0) == spills and kernel.registers <= 255
@@ -136,7 +131,7 @@ def test_puzzle9_ptxas_finds_the_baselines_spills_and_none_in_the_fixes(tmp_path
 
 
 def test_puzzle9_the_library_matmul_is_the_projection_within_tolerance(monkeypatch):
-    spec9, library = load(P9, "spec.py"), load(P9, "alternatives/library_matmul.py")
+    spec9, library = puzzle_file(P9, "spec.py"), puzzle_file(P9, "alternatives/library_matmul.py")
     monkeypatch.setattr(spec9, "M", 4096)  # the same projection, fewer tokens: 512 MB of randn is slow on a CPU
     w, x = spec9.make_weights(1, "cpu"), spec9.make_input(2, "cpu")
     exact = (x.double().T @ w["w"].double()).float()
@@ -155,7 +150,7 @@ def test_puzzle9_is_a_draft_whose_folder_checks_pass():
 @pytest.mark.gpu
 @pytest.mark.parametrize("workload", [*P9_KERNELS, "alternatives/library_matmul.py"])
 def test_puzzle9_every_style_computes_the_projection(workload):
-    spec9, other = load(P9, "spec.py"), load(P9, workload)
+    spec9, other = puzzle_file(P9, "spec.py"), puzzle_file(P9, workload)
     w = spec9.make_weights(3, "cuda")
     state = other.prepare(w, "cuda")
     x = spec9.make_input(4, "cuda")
@@ -174,7 +169,7 @@ def test_puzzle9_ptxas_here_counts_the_registers_nsight_compute_saw_on_the_h100(
     from tutor.profilers import ncu, ptxas
 
     source = tmp_path / "kernel.cu"
-    source.write_text(load(P9, workload).KERNEL)
+    source.write_text(puzzle_file(P9, workload).KERNEL)
     [kernel] = ptxas.compile_report(source)
     seen = ncu.extract(Path(__file__).parent / "fixtures" / f"h100_puzzle9_{recorded}_ncu.csv").values
     assert seen["ncu.registers_per_thread"] == kernel.registers
@@ -198,7 +193,7 @@ def test_puzzle11_every_kernel_compiles_for_the_h100_alike_and_spills_nothing(tm
     from tutor.profilers import ptxas
 
     source = tmp_path / "kernel.cu"
-    source.write_text(load(P11, workload).KERNEL)
+    source.write_text(puzzle_file(P11, workload).KERNEL)
     [kernel] = ptxas.compile_report(source)
     print(workload, kernel)
     assert kernel.spill_store_bytes == 0 and kernel.registers <= 32  # 1024 threads a block: 64 registers at most
@@ -209,7 +204,7 @@ def test_puzzle11_the_reference_is_the_baseline_with_its_tile_rows_padded():
     import difflib
 
     def code(relative: str) -> list[str]:  # the kernel's lines without their comments
-        lines = (line.split("//")[0].strip() for line in load(P11, relative).KERNEL.splitlines())
+        lines = (line.split("//")[0].strip() for line in puzzle_file(P11, relative).KERNEL.splitlines())
         return [line for line in lines if line]
 
     changed = [line for line in difflib.unified_diff(code("baseline.py"), code("solution/workload.py"), lineterm="", n=0)
@@ -218,7 +213,7 @@ def test_puzzle11_the_reference_is_the_baseline_with_its_tile_rows_padded():
 
 
 def test_puzzle11_the_library_matmul_is_the_projection_within_tolerance():
-    spec11, library = load(P11, "spec.py"), load(P11, "alternatives/library_matmul.py")
+    spec11, library = puzzle_file(P11, "spec.py"), puzzle_file(P11, "alternatives/library_matmul.py")
     w, x = spec11.make_weights(1, "cpu"), spec11.make_input(2, "cpu")
     exact = (x.double() @ w["w"].double()).float()
     got = library.forward(library.prepare(w, "cpu"), x)
@@ -232,7 +227,7 @@ def test_puzzle11_the_library_matmul_is_the_projection_within_tolerance():
 @pytest.mark.gpu
 @pytest.mark.parametrize("workload", [*P11_KERNELS, "alternatives/library_matmul.py"])
 def test_puzzle11_every_style_computes_the_projection(workload):
-    spec11, other = load(P11, "spec.py"), load(P11, workload)
+    spec11, other = puzzle_file(P11, "spec.py"), puzzle_file(P11, workload)
     w = spec11.make_weights(3, "cuda")
     x = spec11.make_input(4, "cuda")
     exact = (x.double() @ w["w"].double()).float()
@@ -253,14 +248,14 @@ def test_puzzle12_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path
     from tutor.profilers import ptxas
 
     source = tmp_path / "kernel.cu"
-    source.write_text(load(P12, workload).KERNEL)
+    source.write_text(puzzle_file(P12, workload).KERNEL)
     [kernel] = ptxas.compile_report(source)
     print(workload, kernel)
     assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
 
 
 def test_puzzle12_the_library_transpose_is_the_keys_exactly(monkeypatch):
-    spec12, library = load(P12, "spec.py"), load(P12, "alternatives/library_transpose.py")
+    spec12, library = puzzle_file(P12, "spec.py"), puzzle_file(P12, "alternatives/library_transpose.py")
     monkeypatch.setattr(spec12, "TOKENS", 256)  # the same draw, fewer tokens: the CPU's share
     keys = spec12.make_input(1, "cpu")
     got = library.forward(library.prepare({}, "cpu"), keys)
@@ -273,7 +268,7 @@ def test_puzzle12_the_library_transpose_is_the_keys_exactly(monkeypatch):
 @pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/triton_tiles.py",
                                       "alternatives/library_transpose.py"])
 def test_puzzle12_every_style_gives_the_keys_transposed_exactly(workload):
-    spec12, other = load(P12, "spec.py"), load(P12, workload)
+    spec12, other = puzzle_file(P12, "spec.py"), puzzle_file(P12, workload)
     keys = spec12.make_input(2, "cuda")
     got = other.forward(other.prepare({}, "cuda"), keys)
     print(workload, tuple(got.shape))
@@ -291,14 +286,14 @@ def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
     """In a rank: puzzle13's styles on the same batch (small on the CPU), each output as this rank returns it."""
     import torch.distributed as dist
 
-    spec13 = load(P13, "spec.py")
+    spec13 = puzzle_file(P13, "spec.py")
     device = "cpu" if dist.get_backend() == "gloo" else "cuda"
     if device == "cpu":
         spec13.BATCH, spec13.HIDDEN, spec13.FFN = 64, 128, 256  # the same split, a CPU's share of it
     weights, x = spec13.make_weights(1, device), spec13.make_input(2, device)
     outputs = {}
     for style in P13_STYLES[:3] if device == "cpu" else P13_STYLES:
-        module = load(P13, style)
+        module = puzzle_file(P13, style)
         outputs[style] = module.forward(module.prepare(weights, "cpu"), x)
     unsplit = torch.relu(x @ weights["w1"]) @ weights["w2"]
     return {"outputs": {k: v.cpu() for k, v in outputs.items()}, "unsplit": unsplit.cpu()}

@@ -12,8 +12,8 @@ import shutil
 import pytest
 import torch
 
+from conftest import puzzle_file
 from tutor.catalog import get_puzzle
-from tutor.harness.loading import load_module
 from tutor.metrics import ProfileMetrics
 from tutor.profilers import ncu
 
@@ -22,8 +22,7 @@ KERNELS = ["baseline.py", "solution/workload.py", "alternatives/warp_aggregated.
 
 
 def module(relative: str):
-    """A file of the puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
-    return load_module(PUZZLE.folder / relative, f"puzzle10_{relative.replace('/', '_')}", ())
+    return puzzle_file(PUZZLE, relative)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")

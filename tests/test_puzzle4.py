@@ -9,15 +9,14 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import puzzle_file
 from tutor.catalog import get_puzzle
-from tutor.harness.loading import load_module
 
 PUZZLE = get_puzzle("puzzle4")
 
 
 def module(relative: str):
-    """A file of the puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
-    return load_module(PUZZLE.folder / relative, f"puzzle4_{relative.replace('/', '_')}", ())
+    return puzzle_file(PUZZLE, relative)
 
 
 SPEC = module("spec.py")

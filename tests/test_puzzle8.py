@@ -11,16 +11,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import puzzle_file
 from tutor.catalog import get_puzzle
-from tutor.harness.loading import load_module
 from tutor.metrics import ProfileMetrics
 
 PUZZLE = get_puzzle("puzzle8")
 
 
 def module(relative: str):
-    """A file of the puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
-    return load_module(PUZZLE.folder / relative, f"puzzle8_{relative.replace('/', '_')}", ())
+    return puzzle_file(PUZZLE, relative)
 
 
 SPEC = module("spec.py")
