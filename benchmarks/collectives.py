@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    gpus = torch.cuda.device_count()  # NVML's count: asking the driver here would leave forked ranks without CUDA
     backend = "nccl" if gpus >= args.world else "gloo"
     sizes = [8 * KIB, 64 * KIB, 1024 * KIB, 16 * 1024 * KIB] + ([512 * 1024 * KIB] if backend == "nccl" else [])
     group = ranks.start(args.world, measure, backend)

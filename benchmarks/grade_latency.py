@@ -47,8 +47,9 @@ from tutor.workspace import scratch_workspace
 DEFAULT_PUZZLES = ("puzzle0", "puzzle1")
 
 
-def timed(run) -> tuple[dict[str, float], object]:
-    """Seconds per stage of `run(on_event)`, in the order the stages began; and what it returned."""
+def timed(run, echo: bool = False) -> tuple[dict[str, float], object]:
+    """Seconds per stage of `run(on_event)`, in the order the stages began; and what it returned. With
+    `echo`, each stage is printed to stderr as it begins: a run cut by a time limit still says where it was."""
     marks: list[tuple[str, float]] = []
 
     def on_event(event: dict) -> None:
@@ -57,6 +58,8 @@ def timed(run) -> tuple[dict[str, float], object]:
         name = f"{event['stage']} {event.get('detail', '')}" if event["stage"] == "preparing" else event["stage"]
         if not marks or marks[-1][0] != name:
             marks.append((name, time.monotonic()))
+            if echo:
+                print(f"  [+{marks[-1][1] - start:6.1f} s] {name}", file=sys.stderr, flush=True)
 
     start = time.monotonic()
     outcome = run(on_event)

@@ -108,7 +108,7 @@ def main() -> int:
     for i in range(args.runs):
         graded = with_rounds(puzzle, arms[i % len(arms)])
         started = time.time()
-        stages, v = timed(lambda on_event: actions.grade(ws, graded, on_event))
+        stages, v = timed(lambda on_event: actions.grade(ws, graded, on_event), echo=True)
         raw = newest_grade_result(ws)
         rows.append({"run": i + 1, "rounds": graded.timing.rounds, "started": started, "passed": v.passed,
                      "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,

@@ -9,7 +9,9 @@ import pytest
 
 try:
     import torch  # noqa: F401  (only to decide whether GPU tests can run)
-    HAS_CUDA = torch.cuda.is_available()
+    # device_count asks NVML; is_available asks the CUDA driver, after which a forked child can never use CUDA
+    # (torch poisons fork), and the rank-group tests fork their ranks from this process.
+    HAS_CUDA = torch.cuda.device_count() > 0
 except ImportError:
     HAS_CUDA = False
 

@@ -25,6 +25,8 @@ def compare(out: dict, ref: dict) -> dict:
         return {"ok_structure": False, "problem": f"output shape {tuple(o.shape)} != expected {tuple(r.shape)}"}
     if o.dtype != r.dtype:
         return {"ok_structure": False, "problem": f"output dtype {o.dtype} != expected {r.dtype}"}
+    if torch.equal(o, r):  # the common case, and cheap: a large output checked every round costs no float64 copies
+        return {"ok_structure": True, "rel_l2": 0.0, "max_abs": 0.0}
     o, r = o.double(), r.double()
     if not torch.isfinite(o).all():
         problem = "output contains NaN or Inf"
