@@ -135,5 +135,26 @@ case ${1:-1} in
   # Part 15's puzzle12 again passed its profile (113 s) and no grade in the minutes after: one grade,
   # each stage echoed as it begins. Beside it, the rest of puzzle11's library matmul (4 grades).
   16) on_gpu 0 grades puzzle11 alternatives/library_matmul 150 4 & on_gpu 1 grades puzzle12 reference 150 1 & wait ;;
+  # Not yet run. The new puzzle14 measured; puzzle12's alternatives graded (about 110 s of profile, then
+  # 40 s a grade).
+  17) alternatives12() { grades puzzle12 alternatives/triton_tiles 270 4; grades puzzle12 alternatives/library_transpose 270 4; }
+      on_gpu 0 measure puzzle14 560 & on_gpu 1 alternatives12 & wait ;;
+  # puzzle13's alternatives on both GPUs (about 18 s a grade), then puzzle12's reference graded 4 more times
+  # beside the gpu tests part 15's limit cut (those that passed there left out).
+  18) grades puzzle13 alternatives/buckets 100 4; grades puzzle13 alternatives/coalesced 100 4
+      grades puzzle13 reference 60 2
+      suite() {
+        (export INFPROF_DRAFTS=1; step gpu_tests 280 python3 -m pytest -s -m gpu -p no:cacheprovider -v \
+          --durations=20 --ignore=tests/test_ranks.py --ignore=tests/test_app.py \
+          --ignore=tests/test_app_snapshots.py tests/ \
+          -k "not nccl and not anticheat and not comparators_out_of_reach and not compile_report and not puzzle7")
+      }
+      on_gpu 0 grades puzzle12 reference 260 4 & on_gpu 1 suite & wait ;;
+  # The new puzzle15 measured, beside the new drafts' GPU tests (their styles against float64).
+  19) new_draft_tests() {
+        (export INFPROF_DRAFTS=1; step draft_gpu_tests 300 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+          tests/test_draft_puzzles.py -k "puzzle14 or puzzle15")
+      }
+      on_gpu 0 measure puzzle15 560 & on_gpu 1 new_draft_tests & wait ;;
 esac
 ls -laR "$OUT" | head -60

@@ -74,3 +74,19 @@ def test_the_cli_opens_the_recording_then_grades_the_diagnosis(workspace, monkey
     assert "Not diagnosed yet" in capsys.readouterr().out
     assert main(["list"]) == 0
     assert "diagnosed" not in capsys.readouterr().out
+
+
+def test_a_recording_made_on_another_card_says_which(workspace, monkeypatch, capsys):
+    """puzzle11's baseline was recorded on an H200 (the device lent no H100 that day): study mode says so,
+    in what it prints and in the diagnosis it grades; the others name the H100."""
+    from tutor.study import RECORDED_ON, recorded_on
+
+    assert recorded_on(get_puzzle("puzzle10")) == RECORDED_ON
+    monkeypatch.chdir(workspace.root)
+    assert main(["study", "puzzle11"]) == 0
+    assert "as profiled on an H200" in capsys.readouterr().out
+    puzzle = get_puzzle("puzzle11")
+    recorded = {k: v for p in recorded_profilers(puzzle) for k, v in read_recording(puzzle, p)[0].values.items()}
+    install_reference(workspace, puzzle, recorded, without={"kernel_evidence", "autotune"})
+    criterion = grade_diagnosis(workspace, puzzle).criteria[0]
+    assert any("recorded on an H200" in d for d in criterion.details)

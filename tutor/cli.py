@@ -92,7 +92,7 @@ def cmd_study(args) -> int:
     """Without the GPU: the baseline as profiled on the H100, and a grade of your diagnosis against it."""
     from tutor.catalog import get_puzzle
     from tutor.cli_views import diagnosis_view, how_to_open, metrics_view
-    from tutor.study import RECORDED_ON, grade_diagnosis, study
+    from tutor.study import grade_diagnosis, recorded_on, study
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
@@ -102,7 +102,7 @@ def cmd_study(args) -> int:
         console.print(diagnosis_view(verdict))
         return 0 if verdict.passed else 1
     outcome = study(ws, p, args.profiler)
-    console.print(f"The baseline of {p.id} as profiled on {RECORDED_ON} (a recording, not your run).",
+    console.print(f"The baseline of {p.id} as profiled on {recorded_on(p)} (a recording, not your run).",
                   style="bold", highlight=False)
     console.print(metrics_view(outcome.metrics))
     if args.profiler == "torch":

@@ -26,6 +26,14 @@ from tutor.workspace import Workspace
 RECORDED = {"torch": "h100_baseline_metrics.json", "ncu": "h100_baseline_ncu.csv"}
 TRACE = "h100_baseline_trace.json.gz"
 RECORDED_ON = "an H100 (80 GB HBM3), torch 2.11 with CUDA 13.0"
+# A recording made on another card says so in this file of its recordings/ folder (one line, as RECORDED_ON).
+RECORDED_ON_FILE = "recorded_on.txt"
+
+
+def recorded_on(puzzle: Puzzle) -> str:
+    """The card and software the puzzle's recordings came from: the H100's unless its folder names another."""
+    named = puzzle.recordings_dir / RECORDED_ON_FILE
+    return named.read_text().strip() if named.is_file() else RECORDED_ON
 
 
 def recorded_profilers(puzzle: Puzzle) -> list[str]:
@@ -75,7 +83,7 @@ def grade_diagnosis(ws: Workspace, puzzle: Puzzle) -> Verdict:
         criterion = check_diagnosis(puzzle, read_answer(ws.editable_path(puzzle, "answer.toml")), values)
     except TutorError as e:
         criterion = Criterion("diagnosis", False, e.message, [e.advice])
-    criterion.details.append(f"Checked against the baseline recorded on {RECORDED_ON}, not a profile of yours: "
+    criterion.details.append(f"Checked against the baseline recorded on {recorded_on(puzzle)}, not a profile of yours: "
                              "a pass makes the puzzle diagnosed; solving it needs the GPU.")
     verdict = Verdict(puzzle.id, [criterion])
     Progress(ws.db_path).record_diagnosis(puzzle.id, criterion.passed, verdict.to_dict())
