@@ -156,5 +156,13 @@ case ${1:-1} in
           tests/test_draft_puzzles.py -k "puzzle14 or puzzle15")
       }
       on_gpu 0 measure puzzle15 560 & on_gpu 1 new_draft_tests & wait ;;
+  # The second multi-GPU draft measured on both GPUs: its baseline's rank-0 profile, then 4 grades a style.
+  20) measure puzzle16 540 4 ;;
+  # The L2 draft measured, beside its styles' GPU test.
+  21) l2_tests() {
+        (export INFPROF_DRAFTS=1; step draft_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+          tests/test_draft_puzzles.py -k puzzle17)
+      }
+      on_gpu 0 measure puzzle17 560 & on_gpu 1 l2_tests & wait ;;
 esac
 ls -laR "$OUT" | head -60

@@ -49,6 +49,16 @@ def test_unknown_puzzle_lists_known_ones():
     assert "puzzle0" in info.value.advice
 
 
+def test_a_multi_gpu_puzzle_cannot_put_a_tier_on_the_gpu_clock(tmp_path):
+    folder = tmp_path / "p"
+    shutil.copytree(get_puzzle("puzzle13", drafts=True).folder, folder)
+    meta = folder / "puzzle.toml"
+    meta.write_text(meta.read_text().replace("min_speedup = 20.0", 'min_speedup = 20.0\nclock = "gpu"', 1))
+    with pytest.raises(TutorError) as info:
+        load_puzzle(folder)
+    assert "has clock 'gpu'" in info.value.message and "slowest rank" in info.value.message
+
+
 @pytest.mark.parametrize("edit, words", [
     (lambda s: s.replace('id = "puzzle0"', 'id = "puzzle0'), "not valid TOML"),
     (lambda s: s.replace('oracle = "baseline"', 'oracle = "nope"'), "'nope' is not a workload"),

@@ -4,7 +4,9 @@ pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle12's
 torch's transposed copy is exact; puzzle13's styles give rank 0 the same bits on two gloo ranks;
 puzzle14's warps in arrival order nearly all wait on a rank-512 lane, and its reference is the baseline's
 kernel in another order; puzzle15's blocks hold an SM alone, 136 of them, and its reference is the
-baseline's kernel over a finer grid; drafts stay out of learners' sight.
+baseline's kernel over a finer grid; puzzle16's handoffs give rank 0 the same bits through the host or
+GPU to GPU, on two gloo ranks; puzzle17's reference is the baseline but for its block numbers; drafts
+stay out of learners' sight.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled,
 pinned and hand-written CUDA ones are the GPU's to test (the `gpu` tests here) and grade
@@ -168,6 +170,25 @@ P13 = get_puzzle("puzzle13", drafts=True)
 P13_STYLES = ["baseline.py", "solution/workload.py", "alternatives/buckets.py", "alternatives/coalesced.py"]
 
 
+def _styles_on_two_ranks(handler, backend: str) -> list[dict]:
+    """Two ranks, as the grade runs them (tutor.harness.ranks), each running every style of a multi-GPU puzzle
+    (`handler`); every style's output is the baseline's to the bit on each rank. The replies, rank by rank."""
+    from tutor.harness import ranks
+
+    if backend == "nccl" and torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    group = ranks.start(2, handler, backend)
+    try:
+        replies = group.ask("styles")
+    finally:
+        group.stop()
+    for reply in replies:
+        baseline = reply["outputs"]["baseline.py"]
+        assert all(torch.equal(out, baseline) for out in reply["outputs"].values()), \
+            [s for s, out in reply["outputs"].items() if not torch.equal(out, baseline)]
+    return replies
+
+
 def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
     """In a rank: puzzle13's styles on the same batch (small on the CPU), each output as this rank returns it."""
     import torch.distributed as dist
@@ -189,19 +210,7 @@ def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
 def test_puzzle13_every_style_gives_rank_0_the_baselines_output_bit_for_bit(backend):
     """Two ranks, as the grade runs them (tutor.harness.ranks): the bucketing of the sum changes no bit
     (a + b, two ranks), and the halves add up to the unsplit MLP up to bf16's rounding of the split sum."""
-    from tutor.harness import ranks
-
-    if backend == "nccl" and torch.cuda.device_count() < 2:
-        pytest.skip("needs 2 GPUs")
-    group = ranks.start(2, _puzzle13_rank, backend)
-    try:
-        replies = group.ask("styles")
-    finally:
-        group.stop()
-    for reply in replies:
-        baseline = reply["outputs"]["baseline.py"]
-        assert all(torch.equal(out, baseline) for out in reply["outputs"].values()), \
-            [s for s, out in reply["outputs"].items() if not torch.equal(out, baseline)]
+    replies = _styles_on_two_ranks(_puzzle13_rank, backend)
     rank0 = replies[0]["outputs"]["baseline.py"].float()
     unsplit = replies[0]["unsplit"].float()
     assert (torch.linalg.vector_norm(rank0 - unsplit) / torch.linalg.vector_norm(unsplit)).item() < 2e-2
@@ -371,8 +380,116 @@ def test_puzzle15_every_style_computes_the_projection(workload):
     assert got.shape == (spec.M, spec.N) and _relative_error(got, exact) < P15.correctness.max_rel_l2
 
 
+# -- puzzle16: a two-stage pipeline that hands its activations over through the host (two gloo ranks on the CPU) --
+
+P16 = get_puzzle("puzzle16", drafts=True)
+P16_STYLES = ["baseline.py", "solution/workload.py", "alternatives/broadcast_both_ways.py",
+              "alternatives/batched_p2p.py"]
+
+
+def _puzzle16_rank(rank: int, world: int, message: dict) -> dict:
+    """In a rank: puzzle16's styles on the same microbatch (small on the CPU), each output as this rank returns it."""
+    import torch.distributed as dist
+
+    spec16 = puzzle_file(P16, "spec.py")
+    device = "cpu" if dist.get_backend() == "gloo" else "cuda"
+    if device == "cpu":
+        spec16.TOKENS, spec16.HIDDEN = 64, 128  # the same stages, a CPU's share of them
+    weights, x = spec16.make_weights(1, device), spec16.make_input(2, device)
+    outputs = {}
+    for style in P16_STYLES:
+        module = puzzle_file(P16, style)
+        outputs[style] = module.forward(module.prepare(weights, device), x)
+    unsplit = torch.nn.functional.gelu(x @ weights["w0"]) @ weights["w1"]
+    return {"outputs": {k: v.cpu() for k, v in outputs.items()}, "unsplit": unsplit.cpu()}
+
+
+@pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
+def test_puzzle16_every_style_gives_rank_0_the_baselines_output_bit_for_bit(backend):
+    """Two ranks, as the grade runs them (tutor.harness.ranks): every handoff moves the same bytes, so every
+    style's output is the baseline's to the bit on both ranks, and it is the unsplit block's."""
+    replies = _styles_on_two_ranks(_puzzle16_rank, backend)
+    assert torch.equal(replies[0]["outputs"]["baseline.py"], replies[0]["unsplit"])
+
+
+# -- puzzle17: GQA scores whose block order puts a key's 8 readers a cache apart (ptxas and the sizes on the CPU) --
+
+P17 = get_puzzle("puzzle17", drafts=True)
+P17_KERNELS = ["baseline.py", "solution/workload.py", "alternatives/group_in_registers.py"]
+H100_L2_BYTES = 50 * 2**20
+
+
+def _gqa_scores(k: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """scores[b, h, s] = q[b, h] . k[b, h // GROUP, s] / sqrt(DIM), in float64 on the CPU."""
+    batch, kv_heads, seq, dim = k.shape
+    keys = k.double().repeat_interleave(q.shape[1] // kv_heads, dim=1)  # [b, h, s, d]: head h's key head
+    return torch.einsum("bhd,bhsd->bhs", q.double(), keys) / dim**0.5
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
+@pytest.mark.parametrize("workload", P17_KERNELS)
+def test_puzzle17_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workload):
+    from tutor.profilers import ptxas
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(puzzle_file(P17, workload).KERNEL)
+    [kernel] = ptxas.compile_report(source)
+    print(workload, kernel)
+    assert kernel.spill_store_bytes == 0 and kernel.registers <= 96  # 96 x 256: two blocks an SM at least
+
+
+def test_puzzle17_the_reference_is_the_baseline_but_for_its_block_numbers():
+    """The lesson is the order alone: the reference's kernel differs from the baseline's only in the lines
+    that decode the block number into (member, request, key head, chunk)."""
+    import difflib
+
+    def code(relative: str) -> list[str]:  # the kernel's lines without their comments
+        lines = (line.split("//")[0].strip() for line in puzzle_file(P17, relative).KERNEL.splitlines())
+        return [line for line in lines if line]
+
+    baseline, reference = code("baseline.py"), code("solution/workload.py")
+    changed = [line[1:] for line in difflib.unified_diff(baseline, reference, lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed and all("id" in line and ("%" in line or "/=" in line or "= id" in line) for line in changed)
+    assert len(changed) <= 6 and len(baseline) == len(reference)
+    assert puzzle_file(P17, "solution/workload.py").LAUNCHER == puzzle_file(P17, "baseline.py").LAUNCHER
+
+
+def test_puzzle17_its_keys_outgrow_l2_and_the_baselines_order_spaces_a_keys_readers_a_cache_apart():
+    spec = puzzle_file(P17, "spec.py")
+    keys = spec.BATCH * spec.KV_HEADS * spec.SEQ * spec.DIM * 2
+    assert keys > 2.5 * H100_L2_BYTES and spec.HEADS == spec.KV_HEADS * spec.GROUP == 64
+    chunk, resident = 256, 132 * 8  # the kernels' CHUNK; 8 blocks of 256 threads an SM
+    blocks_a_member = spec.BATCH * spec.KV_HEADS * spec.SEQ // chunk
+    # Between two reads of one chunk, a member's whole pass: more keys than L2, more blocks than run at once.
+    assert (blocks_a_member - 1) * chunk * spec.DIM * 2 > 2 * H100_L2_BYTES and blocks_a_member > resident
+
+
+def test_puzzle17_the_library_matmul_is_the_scores_within_the_tolerance(monkeypatch):
+    spec, library = puzzle_file(P17, "spec.py"), puzzle_file(P17, "alternatives/library_matmul.py")
+    monkeypatch.setattr(spec, "SEQ", 512)  # the same heads, fewer keys: the CPU's share
+    w, q = spec.make_weights(1, "cpu"), spec.make_input(2, "cpu")
+    exact = _gqa_scores(w["k"], q)
+    got = library.forward(library.prepare(w, "cpu"), q)
+    assert got.dtype == torch.float32 and got.shape == (spec.BATCH, spec.HEADS, 512)
+    rel = (torch.linalg.vector_norm(got.double() - exact) / torch.linalg.vector_norm(exact)).item()
+    assert rel < P17.correctness.max_rel_l2 / 5, rel
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", [*P17_KERNELS, "alternatives/library_matmul.py"])
+def test_puzzle17_every_style_gives_the_scores(workload):
+    spec, other = puzzle_file(P17, "spec.py"), puzzle_file(P17, workload)
+    w, q = spec.make_weights(3, "cuda"), spec.make_input(4, "cuda")
+    exact = _gqa_scores(w["k"].cpu(), q.cpu())
+    got = other.forward(other.prepare(w, "cuda"), q).cpu().double()
+    rel = (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item()
+    print(workload, f"relative L2 {rel:.2e}")
+    assert rel < P17.correctness.max_rel_l2
+
+
 @pytest.mark.parametrize("puzzle_id, recorded", [("puzzle12", True), ("puzzle13", False), ("puzzle14", False),
-                                                ("puzzle15", False)])
+                                                ("puzzle15", False), ("puzzle16", False), ("puzzle17", False)])
 def test_a_draft_passes_its_folder_checks_with_or_without_recordings(puzzle_id, recorded):
     checks = {c.name: c for c in static_checks(get_puzzle(puzzle_id, drafts=True))}
     assert puzzle_id not in all_puzzles() and checks["recordings"].status == ("ok" if recorded else "skipped")

@@ -206,8 +206,9 @@ def test_a_grade_runs_each_side_on_two_gpus_with_nccl(make_request, tmp_path):
 
 def test_the_ranks_replies_merge_as_one_workers():
     """lockstep.merged: a round's wait is the longest (and a stall on any rank is a stall); at the end each
-    sample is the slowest rank's, and what any rank was charged with or did wrong counts."""
-    from tutor.harness.lockstep import merged
+    sample is the slowest rank's, and what any rank was charged with or did wrong counts. No GPU time: on
+    2 x H200 a rank's held GPU clock read up to 15 times the call's time under NCCL (puzzle13's MEASUREMENTS)."""
+    from tutor.harness.lockstep import RANKS_TIMING_NOTE, merged
 
     assert merged("time", [{"waited_ms": 1.0, "checked": ["rank 0's"]}, {"waited_ms": 3.0, "checked": []}]) == \
         {"waited_ms": 3.0, "checked": ["rank 0's"]}
@@ -216,6 +217,7 @@ def test_the_ranks_replies_merge_as_one_workers():
                "violations": ["a"], "clocks": "rank 0's"},
               {"samples_ms": {"mine": [2.0, 3.0]}, "gpu_samples_ms": {"mine": [0.4, 0.6]}, "host_timed": ["mine"],
                "violations": ["a", "b"], "clocks": "rank 1's"}]
-    assert merged("finish", finish) == {"samples_ms": {"mine": [2.0, 4.0]}, "gpu_samples_ms": {"mine": [0.5, 0.6]},
-                                        "host_timed": ["mine"], "violations": ["a", "b"], "clocks": "rank 0's"}
+    assert merged("finish", finish) == {"samples_ms": {"mine": [2.0, 4.0]}, "gpu_samples_ms": {}, "clocks": {},
+                                        "timing_note": RANKS_TIMING_NOTE, "host_timed": ["mine"],
+                                        "violations": ["a", "b"]}
     assert merged("run", [{"out": 0}, {"out": 1}]) == {"out": 0}  # rank 0's output is the one checked

@@ -1,0 +1,70 @@
+"""A block per key head and chunk, for all 8 query heads of the group at once: each warp loads a key once
+into registers and takes its 8 dot products there. Every key crosses from DRAM to the SMs once, with no
+help needed from L2: a GQA decode kernel's own answer to the same waste.
+"""
+
+import hashlib
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+KERNEL = r"""
+#include <cuda_bf16.h>
+
+constexpr int THREADS = 256, WARPS = THREADS / 32, DIM = 128, CHUNK = 256, GROUP = 8;
+
+__global__ void __launch_bounds__(THREADS)
+scores(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, float* __restrict__ out,
+       int batch, int kv_heads, int seq, float scale) {
+    int id = blockIdx.x, chunks = seq / CHUNK;  // this block's (request, key head, chunk): all 8 members
+    int chunk = id % chunks; id /= chunks;
+    int kvh = id % kv_heads; id /= kv_heads;
+    int b = id % batch;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    long long head0 = (long long)b * kv_heads * GROUP + kvh * GROUP;  // the group's first query head
+    float2 q01[GROUP], q23[GROUP];  // each member's 4 values of this lane: 32 registers
+    for (int m = 0; m < GROUP; ++m) {
+        const __nv_bfloat162* qh = reinterpret_cast<const __nv_bfloat162*>(q + (head0 + m) * DIM) + lane * 2;
+        q01[m] = __bfloat1622float2(qh[0]);
+        q23[m] = __bfloat1622float2(qh[1]);
+    }
+    const __nv_bfloat16* keys = k + ((long long)b * kv_heads + kvh) * seq * DIM;
+    for (int s = chunk * CHUNK + warp; s < (chunk + 1) * CHUNK; s += WARPS) {
+        const __nv_bfloat162* row = reinterpret_cast<const __nv_bfloat162*>(keys + (long long)s * DIM) + lane * 2;
+        float2 k01 = __bfloat1622float2(row[0]), k23 = __bfloat1622float2(row[1]);  // read once, used 8 times
+        #pragma unroll
+        for (int m = 0; m < GROUP; ++m) {
+            float dot = q01[m].x * k01.x + q01[m].y * k01.y + q23[m].x * k23.x + q23[m].y * k23.y;
+            for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+            if (lane == 0) out[(head0 + m) * seq + s] = dot * scale;
+        }
+    }
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor q, torch::Tensor k) {
+    int batch = k.size(0), kv_heads = k.size(1), seq = k.size(2);
+    auto out = torch::empty({batch, kv_heads * GROUP, seq}, q.options().dtype(torch::kFloat32));
+    scores<<<batch * kv_heads * (seq / CHUNK), THREADS>>>(
+        reinterpret_cast<const __nv_bfloat16*>(q.data_ptr()), reinterpret_cast<const __nv_bfloat16*>(k.data_ptr()),
+        out.data_ptr<float>(), batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
+    return out;
+}
+"""
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle17_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor q, torch::Tensor k);",
+                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return {"kernel": build(KERNEL, LAUNCHER), "k": weights["k"]}
+
+
+def forward(state: dict, q: torch.Tensor) -> torch.Tensor:
+    return state["kernel"].run(q, state["k"])

@@ -1,0 +1,66 @@
+"""Number the blocks group member last: the 8 query heads that share a key head get neighbouring block
+numbers, so they run side by side and read each chunk of keys at the same time. The first to ask brings
+the chunk from DRAM; the other seven find it in L2. The same blocks, the same work a block, the same
+kernel but for the four lines that decode the block's number.
+"""
+
+import hashlib
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+# The kernel alone (no torch headers), so `nvcc -Xptxas -v` can report on it anywhere, a GPU-less machine too.
+KERNEL = r"""
+#include <cuda_bf16.h>
+
+constexpr int THREADS = 256, WARPS = THREADS / 32, DIM = 128, CHUNK = 256, GROUP = 8;
+
+__global__ void __launch_bounds__(THREADS)
+scores(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, float* __restrict__ out,
+       int batch, int kv_heads, int seq, float scale) {
+    int id = blockIdx.x, chunks = seq / CHUNK;  // this block's (request, key head, chunk, member)
+    int member = id % GROUP; id /= GROUP;  // fastest: a group's 8 heads read each chunk side by side
+    int chunk = id % chunks; id /= chunks;
+    int kvh = id % kv_heads; id /= kv_heads;
+    int b = id % batch;
+    int h = kvh * GROUP + member, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    long long head = (long long)b * kv_heads * GROUP + h;
+    const __nv_bfloat162* qh = reinterpret_cast<const __nv_bfloat162*>(q + head * DIM) + lane * 2;
+    float2 q01 = __bfloat1622float2(qh[0]), q23 = __bfloat1622float2(qh[1]);  // this lane's 4 of 128
+    const __nv_bfloat16* keys = k + ((long long)b * kv_heads + kvh) * seq * DIM;
+    for (int s = chunk * CHUNK + warp; s < (chunk + 1) * CHUNK; s += WARPS) {
+        const __nv_bfloat162* row = reinterpret_cast<const __nv_bfloat162*>(keys + (long long)s * DIM) + lane * 2;
+        float2 k01 = __bfloat1622float2(row[0]), k23 = __bfloat1622float2(row[1]);
+        float dot = q01.x * k01.x + q01.y * k01.y + q23.x * k23.x + q23.y * k23.y;
+        for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+        if (lane == 0) out[head * seq + s] = dot * scale;
+    }
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor q, torch::Tensor k) {
+    int batch = k.size(0), kv_heads = k.size(1), seq = k.size(2);
+    auto out = torch::empty({batch, kv_heads * GROUP, seq}, q.options().dtype(torch::kFloat32));
+    scores<<<batch * kv_heads * GROUP * (seq / CHUNK), THREADS>>>(
+        reinterpret_cast<const __nv_bfloat16*>(q.data_ptr()), reinterpret_cast<const __nv_bfloat16*>(k.data_ptr()),
+        out.data_ptr<float>(), batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
+    return out;
+}
+"""
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle17_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor q, torch::Tensor k);",
+                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return {"kernel": build(KERNEL, LAUNCHER), "k": weights["k"]}
+
+
+def forward(state: dict, q: torch.Tensor) -> torch.Tensor:
+    return state["kernel"].run(q, state["k"])
