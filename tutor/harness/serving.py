@@ -1,0 +1,119 @@
+"""A serving workload replayed against a trace of requests (issue 18): the harness, not the workload, says
+when each request arrives and stamps when its tokens come out.
+
+A server has two calls. submit(rid, prompt, max_new) queues a request; step() runs one scheduling step
+and returns the tokens it produced, {rid: [token, ...]}, without waiting for requests that have not come.
+The replay submits every request whose arrival time has passed on the harness's clock (counted from the
+replay's start), asks for a step, and stamps each token with the clock as step() returns: on a GPU the
+tokens are host integers by then, so a stamp is never earlier than the work. A request is done when it
+has max_new tokens; its latency is its last token's stamp less its arrival. Throughput is every token
+over the time from the first arrival to the last token.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tutor.harness.loading import HarnessFailure
+
+
+@dataclass(frozen=True)
+class Request:
+    rid: int
+    arrival_s: float  # after the replay's start
+    prompt: tuple[int, ...]
+    max_new: int
+
+
+@dataclass
+class Served:
+    """One request as the harness saw it: when it arrived, when its first and last tokens came back."""
+
+    request: Request
+    tokens: list[int] = field(default_factory=list)
+    first_token_s: float | None = None
+    done_s: float | None = None
+
+    @property
+    def latency_s(self) -> float:
+        return self.done_s - self.request.arrival_s
+
+    @property
+    def waited_s(self) -> float:
+        """Arrival to first token: the queue and the prefill."""
+        return self.first_token_s - self.request.arrival_s
+
+
+def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], None],
+           step: Callable[[], dict[int, list[int]]], limit_s: float, clock: Callable[[], float] = time.monotonic,
+           wait: Callable[[float], None] = time.sleep) -> list[Served]:
+    """Serve `trace` in real time (`clock`, `wait`: the test suite's virtual ones); every request, in rid order."""
+    arrivals = sorted(trace, key=lambda r: (r.arrival_s, r.rid))
+    served = {r.rid: Served(r) for r in arrivals}
+    if len(served) != len(arrivals):
+        raise ValueError("a trace names a request id twice")
+    live: set[int] = set()
+    start, nxt, steps_idle = clock(), 0, 0
+    while nxt < len(arrivals) or live:
+        now = clock() - start
+        if now > limit_s:
+            raise HarnessFailure("timeout", f"the server had {len(live)} request(s) unfinished and "
+                                 f"{len(arrivals) - nxt} not yet due after {limit_s:.0f} s of the trace")
+        while nxt < len(arrivals) and arrivals[nxt].arrival_s <= now:
+            r = arrivals[nxt]
+            submit(r.rid, r.prompt, r.max_new)
+            live.add(r.rid)
+            nxt += 1
+        if not live:  # nothing to serve until the next arrival
+            wait(arrivals[nxt].arrival_s - now)
+            continue
+        produced = step()
+        stamp = clock() - start
+        for rid, tokens in produced.items():
+            _take(served, live, rid, tokens, stamp)
+        # A server may hold a step's requests back (a static batch waiting to fill): that is its policy, and
+        # its latency shows it. One that produces nothing with no request still due would spin forever.
+        steps_idle = 0 if produced or nxt < len(arrivals) else steps_idle + 1
+        if steps_idle > 1000:
+            raise HarnessFailure("crashed", f"step() returned no tokens 1000 times with {len(live)} request(s) "
+                                 "queued and none still to come: does it wait for a batch that cannot fill?")
+    return [served[rid] for rid in sorted(served)]
+
+
+def _take(served: dict[int, Served], live: set[int], rid: int, tokens: list[int], stamp: float) -> None:
+    if rid not in live:
+        what = "never submitted" if rid not in served else "already finished or not yet submitted"
+        raise HarnessFailure("crashed", f"step() returned tokens for request {rid!r}, {what}")
+    s = served[rid]
+    if not tokens:
+        return
+    s.tokens.extend(int(t) for t in tokens)
+    if s.first_token_s is None:
+        s.first_token_s = stamp
+    if len(s.tokens) > s.request.max_new:
+        raise HarnessFailure("crashed", f"step() returned {len(s.tokens)} tokens for request {rid}, which asked "
+                             f"for {s.request.max_new}")
+    if len(s.tokens) == s.request.max_new:
+        s.done_s = stamp
+        live.discard(rid)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile by the nearest rank: a value some request really had."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def figures(served: list[Served]) -> dict[str, float]:
+    """What a replay shows: tokens a second over the replay, and latency, waiting by percentile."""
+    first = min(s.request.arrival_s for s in served)
+    last = max(s.done_s for s in served)
+    tokens = sum(len(s.tokens) for s in served)
+    latency, waited = [s.latency_s for s in served], [s.waited_s for s in served]
+    return {"requests": len(served), "tokens": tokens, "makespan_s": last - first,
+            "tokens_per_s": tokens / (last - first),
+            "latency_p50_s": percentile(latency, 50), "latency_p99_s": percentile(latency, 99),
+            "waited_p50_s": percentile(waited, 50), "waited_p99_s": percentile(waited, 99)}
