@@ -135,6 +135,9 @@ def test_a_run_this_machine_cannot_do_is_refused_before_torch_loads_with_one_mes
         require_hardware(get_puzzle("puzzle1"), CPU_ONLY)
     assert no_gpu.value.message == "puzzle1 cannot run on this machine (no CUDA)."
     assert "infprof-tutor study puzzle1" in no_gpu.value.advice and "CUDA build" not in no_gpu.value.advice
+    with pytest.raises(EnvironmentProblem) as unrecorded:  # a draft not yet run on a GPU: nothing to study
+        require_hardware(get_puzzle("puzzle14", drafts=True), CPU_ONLY)
+    assert "(no CUDA)" in unrecorded.value.message and "study" not in unrecorded.value.advice
     with pytest.raises(EnvironmentProblem) as cpu_torch:
         require_hardware(get_puzzle("puzzle2"), H100_CPU_TORCH)
     assert "(CPU-only torch)" in cpu_torch.value.message and "CUDA build of PyTorch" in cpu_torch.value.advice

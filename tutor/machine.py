@@ -241,10 +241,12 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
     if hw.device == "cuda":
         needed = max(hw.gpus, 1)
         if not m.nvidia_driver:
+            # A draft not yet run on its GPU has no recordings to study.
+            study = (f", or study its recorded profiles: `infprof-tutor study {puzzle.id}`"
+                     if (puzzle.recordings_dir / "h100_baseline_metrics.json").is_file() else "")
             blockers.append(Blocker("no CUDA", "This puzzle needs an NVIDIA GPU and no driver was found "
                                     "(no nvidia-smi, no /proc/driver/nvidia): run it on a GPU machine (README: "
-                                    f"'Using a GPU machine'), or study its H100 recordings: `infprof-tutor study "
-                                    f"{puzzle.id}`."))
+                                    f"'Using a GPU machine'){study}."))
         elif m.gpu_count < needed:
             blockers.append(Blocker("too few GPUs", f"This puzzle needs {needed} GPU(s); this machine has "
                                     f"{m.gpu_count}."))
