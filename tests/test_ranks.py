@@ -133,6 +133,12 @@ def test_a_grade_runs_each_side_as_ranks_and_checks_rank_0s_output(make_request,
     assert all(c["rel_l2"] == 0.0 for c in result["timed_checks"])
     assert {name: len(ms) for name, ms in result["samples_ms"].items()} == {"baseline": 3, "mine": 3}
     assert not result["violations"]  # gloo's own threads are not the learner's side work
+    # The call clock alone, said in the result the verdict reads (tutor.grading.performance.Measured.note).
+    from tutor.grading.performance import Measured
+    from tutor.harness.lockstep import RANKS_TIMING_NOTE
+
+    measured = Measured.from_result(result)
+    assert measured.gpu_ms == {} and RANKS_TIMING_NOTE in measured.note
 
 
 def test_a_rank_that_fails_is_named_in_the_grade(make_request, tmp_path):
