@@ -28,6 +28,14 @@ def puzzle_file(puzzle, relative: str):
     return load_module(puzzle.folder / relative, f"{puzzle.id}_{relative.replace('/', '_')}", ())
 
 
+def relative_l2(got, expected) -> float:
+    """‖got − expected‖ / ‖expected‖ in float64: the harness's correctness measure (tutor.harness.checks.compare)."""
+    import torch
+
+    got, expected = got.double(), expected.double()
+    return (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
+
+
 def ncu_learner_profiles(baseline_csv: Path, mine_csv: Path, mine_code: str = "graded"):
     """A learner's newest Nsight Compute profiles of the baseline and of their workload, from recorded
     ncu exports; `mine_code` is the code their profile of mine ran ("graded": the code being graded)."""

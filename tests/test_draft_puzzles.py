@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file
+from conftest import puzzle_file, relative_l2
 from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
 from tutor.dev_check import static_checks
 
@@ -52,7 +52,7 @@ def test_puzzle5_the_cache_written_in_place_decodes_what_the_copies_decode(workl
         x = spec5.make_input(seed, "cpu")
         expected = baseline.forward(weights, x)
         got = other.forward(state, x)
-        rel = (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
+        rel = relative_l2(got, expected)
         print(f"{workload} vs baseline: relative L2 {rel:.2e}")
         assert expected.shape == (spec5.BATCH, spec5.STEPS, spec5.HIDDEN) and rel < P5.correctness.max_rel_l2 / 10
 
@@ -83,7 +83,7 @@ def test_puzzle7s_tolerance_passes_fp32_in_any_order_and_fails_a_16_bit_trip():
     w = spec7.make_weights(1, "cpu")
     xs = [b[:1024] for b in spec7.make_input(2, "cpu")[:2]]
     expected = baseline.forward(w, xs)
-    rel = lambda got: (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()  # noqa: E731
+    rel = lambda got: relative_l2(got, expected)  # noqa: E731
     batched = torch.relu(torch.stack(xs) @ w["w1"]) @ w["w2"]
     in_float64 = baseline.forward({k: v.double() for k, v in w.items()}, [x.double() for x in xs]).float()
     assert rel(batched) < P7.correctness.max_rel_l2 / 10 and rel(in_float64) < P7.correctness.max_rel_l2 / 10
@@ -108,7 +108,7 @@ def test_puzzle7_every_honest_style_scores_what_the_baseline_scores(workload):
         xs = spec7.make_input(seed, "cuda")
         assert all(b.device.type == "cpu" and not b.is_pinned() for b in xs)  # pageable, on the host
         expected, got = baseline.forward(w, xs), other.forward(state, xs)
-        rel = (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
+        rel = relative_l2(got, expected)
         print(workload, f"relative L2 {rel:.2e}")
         assert rel < P7.correctness.max_rel_l2
 
@@ -211,9 +211,7 @@ def test_puzzle13_every_style_gives_rank_0_the_baselines_output_bit_for_bit(back
     """Two ranks, as the grade runs them (tutor.harness.ranks): the bucketing of the sum changes no bit
     (a + b, two ranks), and the halves add up to the unsplit MLP up to bf16's rounding of the split sum."""
     replies = _styles_on_two_ranks(_puzzle13_rank, backend)
-    rank0 = replies[0]["outputs"]["baseline.py"].float()
-    unsplit = replies[0]["unsplit"].float()
-    assert (torch.linalg.vector_norm(rank0 - unsplit) / torch.linalg.vector_norm(unsplit)).item() < 2e-2
+    assert relative_l2(replies[0]["outputs"]["baseline.py"], replies[0]["unsplit"]) < 2e-2
 
 
 # -- puzzle14: a calibration whose lanes loop as long as their own tenant's curve (ptxas and the maths on the CPU) --
@@ -275,7 +273,7 @@ def test_puzzle14_every_term_counts_and_none_past_a_tenants_rank(monkeypatch):
     full = _calibrated(w, scores, tenant)
     half = dict(w, v=w["v"] * (torch.arange(spec.MAX_RANK) < torch.tensor(ranks)[:, None] // 2))
     cut = _calibrated(half, scores, tenant)
-    assert (torch.linalg.vector_norm(cut - full) / torch.linalg.vector_norm(full)).item() > 1000 * P14.correctness.max_rel_l2
+    assert relative_l2(cut, full) > 1000 * P14.correctness.max_rel_l2
 
 
 def test_puzzle14_the_reference_puts_every_result_back_in_its_arrival_slot(monkeypatch):
@@ -304,7 +302,7 @@ def test_puzzle14_every_style_calibrates_every_candidate(workload):
     batch = spec.make_input(4, "cuda")
     exact = _calibrated({k: x.cpu() for k, x in w.items()}, *(x.cpu() for x in batch))
     got = other.forward(other.prepare(w, "cuda"), batch).cpu().double()
-    rel = (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item()
+    rel = relative_l2(got, exact)
     print(workload, f"relative L2 {rel:.2e}")
     assert rel < P14.correctness.max_rel_l2
 
@@ -314,10 +312,6 @@ def test_puzzle14_every_style_calibrates_every_candidate(workload):
 P15 = get_puzzle("puzzle15", drafts=True)
 P15_KERNELS = ["baseline.py", "solution/workload.py", "alternatives/split_k_atomics.py"]
 H100_SMS = 132
-
-
-def _relative_error(got: torch.Tensor, exact: torch.Tensor) -> float:
-    return (torch.linalg.vector_norm(got.double() - exact) / torch.linalg.vector_norm(exact)).item()
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
@@ -363,10 +357,10 @@ def test_puzzle15_split_k_sums_meet_the_tolerance_and_a_16_bit_trip_does_not():
     exact = x.double() @ w["w"].double()
     splits = reference.SPLITS
     partials = torch.stack([xs @ ws for xs, ws in zip(x.chunk(splits, 1), w["w"].chunk(splits, 0))])
-    assert _relative_error(partials.sum(0), exact) < P15.correctness.max_rel_l2 / 10
-    assert _relative_error(library.forward(library.prepare(w, "cpu"), x), exact) < P15.correctness.max_rel_l2 / 10
+    assert relative_l2(partials.sum(0), exact) < P15.correctness.max_rel_l2 / 10
+    assert relative_l2(library.forward(library.prepare(w, "cpu"), x), exact) < P15.correctness.max_rel_l2 / 10
     bf16 = x.bfloat16().float() @ w["w"].bfloat16().float()
-    assert _relative_error(bf16, exact) > 10 * P15.correctness.max_rel_l2
+    assert relative_l2(bf16, exact) > 10 * P15.correctness.max_rel_l2
 
 
 @pytest.mark.gpu
@@ -376,8 +370,8 @@ def test_puzzle15_every_style_computes_the_projection(workload):
     w, x = spec.make_weights(3, "cuda"), spec.make_input(4, "cuda")
     exact = (x.double() @ w["w"].double()).cpu()
     got = other.forward(other.prepare(w, "cuda"), x).cpu()
-    print(workload, f"relative L2 {_relative_error(got, exact):.2e}")
-    assert got.shape == (spec.M, spec.N) and _relative_error(got, exact) < P15.correctness.max_rel_l2
+    print(workload, f"relative L2 {relative_l2(got, exact):.2e}")
+    assert got.shape == (spec.M, spec.N) and relative_l2(got, exact) < P15.correctness.max_rel_l2
 
 
 # -- puzzle16: a two-stage pipeline that hands its activations over through the host (two gloo ranks on the CPU) --
@@ -472,7 +466,7 @@ def test_puzzle17_the_library_matmul_is_the_scores_within_the_tolerance(monkeypa
     exact = _gqa_scores(w["k"], q)
     got = library.forward(library.prepare(w, "cpu"), q)
     assert got.dtype == torch.float32 and got.shape == (spec.BATCH, spec.HEADS, 512)
-    rel = (torch.linalg.vector_norm(got.double() - exact) / torch.linalg.vector_norm(exact)).item()
+    rel = relative_l2(got, exact)
     assert rel < P17.correctness.max_rel_l2 / 5, rel
 
 
@@ -483,7 +477,7 @@ def test_puzzle17_every_style_gives_the_scores(workload):
     w, q = spec.make_weights(3, "cuda"), spec.make_input(4, "cuda")
     exact = _gqa_scores(w["k"].cpu(), q.cpu())
     got = other.forward(other.prepare(w, "cuda"), q).cpu().double()
-    rel = (torch.linalg.vector_norm(got - exact) / torch.linalg.vector_norm(exact)).item()
+    rel = relative_l2(got, exact)
     print(workload, f"relative L2 {rel:.2e}")
     assert rel < P17.correctness.max_rel_l2
 
