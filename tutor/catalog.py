@@ -198,13 +198,14 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
     for ref in [p.correctness.oracle, *(t.vs for t in p.tiers)]:
         if ref not in names:
             raise TutorError(f"{meta_path}: '{ref}' is not a workload name ({sorted(names)})", "Fix the puzzle metadata.")
+    # Why a puzzle's tiers have the call clock alone, if they do.
+    call_only = (" (a CPU puzzle has one clock)" if p.hardware.device != "cuda" else
+                 " (a multi-GPU puzzle is timed by its slowest rank's calls: a collective's GPU time includes its"
+                 " wait for the other ranks)" if p.hardware.gpus > 1 else "")
     for t in p.tiers:
-        if t.clock not in CLOCKS or (t.clock == "gpu" and (p.hardware.device != "cuda" or p.hardware.gpus > 1)):
-            why = (" (a CPU puzzle has one clock)" if p.hardware.device != "cuda" else
-                   " (a multi-GPU puzzle is timed by its slowest rank's calls: a collective's GPU time includes its"
-                   " wait for the other ranks)" if p.hardware.gpus > 1 else " or 'gpu'")
-            raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': use 'call'" + why,
-                             "Fix the puzzle metadata.")
+        if t.clock not in CLOCKS or (t.clock == "gpu" and call_only):
+            raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': use 'call'"
+                             + (call_only or " or 'gpu'"), "Fix the puzzle metadata.")
     tiers = {t.name for t in p.tiers}
     for name, tier in p.alternatives.items():
         if not p.alternative_path(name).is_file():
