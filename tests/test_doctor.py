@@ -55,6 +55,17 @@ def test_a_gpu_too_old_for_a_puzzle_is_not_counted_against_the_machine():
     assert could == {"puzzle1": False, "puzzle2": True}  # fp8 needs 8.9
 
 
+def test_a_gpu_too_old_is_sent_to_study_mode_only_where_there_are_recordings():
+    a100 = Gpu("NVIDIA A100-SXM4-80GB", 8.0, 80.0, "550.54")
+    m = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(8.0,), torch_cuda="12.4", gpus=(a100,))
+    [too_old] = [b for b in readiness(get_puzzle("puzzle1"), m).blockers if b.label == "GPU too old"]
+    assert "Study it instead: `infprof-tutor study puzzle1`" in too_old.why
+    t4 = Gpu("Tesla T4", 7.5, 16.0, "550.54")
+    old = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(7.5,), torch_cuda="12.4", gpus=(t4,))
+    [unrecorded] = [b for b in readiness(get_puzzle("puzzle14", drafts=True), old).blockers if b.label == "GPU too old"]
+    assert "study" not in unrecorded.why.lower()
+
+
 def test_an_old_package_blocks_the_puzzle_that_needs_it(monkeypatch):
     monkeypatch.setattr(machine_module, "_has_module", lambda name: True)
     monkeypatch.setattr(machine_module, "installed_version", lambda name: "0.16.0" if name == "torchao" else "9.9")

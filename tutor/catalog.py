@@ -53,6 +53,10 @@ CLOCKS = {
 # An alternative that passes every rule but whose speed earns no tier on the machines measured.
 NO_TIER = "none"
 
+# The baseline's PyTorch profile a puzzle ships in recordings/, by device: a GPU puzzle's as its machine recorded
+# it (study mode opens it), a CPU puzzle's recorded here.
+RECORDED_BASELINE = {"cuda": "h100_baseline_metrics.json", "cpu": "cpu_baseline_metrics.json"}
+
 
 @dataclass(frozen=True)
 class Tier:
@@ -134,6 +138,11 @@ class Puzzle:
     def recordings_dir(self) -> Path:
         """The baseline's profiles recorded on the puzzle's machine (study mode, `dev check`)."""
         return self.folder / "recordings"
+
+    @property
+    def recorded_baseline(self) -> Path:
+        """The baseline's PyTorch profile in recordings/: there once the puzzle was measured on its machine."""
+        return self.recordings_dir / RECORDED_BASELINE[self.hardware.device]
 
     def alternative_path(self, name: str) -> Path:
         return self.folder / "alternatives" / f"{name}.py"

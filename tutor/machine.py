@@ -240,13 +240,13 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
                                 "reinstall with `make run`."))
     if hw.device == "cuda":
         needed = max(hw.gpus, 1)
+        # A draft not yet run on its GPU has no recordings to study.
+        study = f"`infprof-tutor study {puzzle.id}`" if puzzle.recorded_baseline.is_file() else ""
         if not m.nvidia_driver:
-            # A draft not yet run on its GPU has no recordings to study.
-            study = (f", or study its recorded profiles: `infprof-tutor study {puzzle.id}`"
-                     if (puzzle.recordings_dir / "h100_baseline_metrics.json").is_file() else "")
             blockers.append(Blocker("no CUDA", "This puzzle needs an NVIDIA GPU and no driver was found "
                                     "(no nvidia-smi, no /proc/driver/nvidia): run it on a GPU machine (README: "
-                                    f"'Using a GPU machine'){study}."))
+                                    f"'Using a GPU machine')"
+                                    + (f", or study its recorded profiles: {study}." if study else ".")))
         elif m.gpu_count < needed:
             blockers.append(Blocker("too few GPUs", f"This puzzle needs {needed} GPU(s); this machine has "
                                     f"{m.gpu_count}."))
@@ -254,8 +254,8 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
                 max(m.compute_capabilities) < hw.min_compute_capability:
             blockers.append(Blocker("GPU too old", f"This puzzle needs compute capability >= "
                                     f"{hw.min_compute_capability:g} ({gpus_that_run(hw.min_compute_capability)}); "
-                                    f"the best GPU here has {max(m.compute_capabilities):.1f}. Study it instead: "
-                                    f"`infprof-tutor study {puzzle.id}`."))
+                                    f"the best GPU here has {max(m.compute_capabilities):.1f}."
+                                    + (f" Study it instead: {study}." if study else "")))
         if m.torch_installed and m.torch_cuda is None and m.nvidia_driver:  # without a GPU, no build helps
             blockers.append(Blocker("CPU-only torch", f"The installed PyTorch is a CPU-only build. {CUDA_TORCH_FIX}"))
     missing = [p for p in hw.packages if not _has_module(p)]

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from tutor.actions import ProfileOutcome, new_run_dir
-from tutor.catalog import Puzzle
+from tutor.catalog import RECORDED_BASELINE, Puzzle
 from tutor.errors import TutorError
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
@@ -23,7 +23,7 @@ from tutor.progress import Progress
 from tutor.workspace import Workspace
 
 # What each profiler's recording is, in a puzzle's recordings/ folder.
-RECORDED = {"torch": "h100_baseline_metrics.json", "ncu": "h100_baseline_ncu.csv"}
+RECORDED = {"torch": RECORDED_BASELINE["cuda"], "ncu": "h100_baseline_ncu.csv"}
 TRACE = "h100_baseline_trace.json.gz"
 RECORDED_ON = "an H100 (80 GB HBM3), torch 2.11 with CUDA 13.0"
 # A recording made on another card says so in this file of its recordings/ folder (one line, as RECORDED_ON).
