@@ -164,5 +164,10 @@ case ${1:-1} in
           tests/test_draft_puzzles.py -k puzzle17)
       }
       on_gpu 0 measure puzzle17 560 & on_gpu 1 l2_tests & wait ;;
+  # Session 7's first call: the three single-GPU kernel drafts measured for the first time (3 grades a style,
+  # a limit each so one slow draft cannot starve the next), beside puzzle12's reference graded 4 more times.
+  22) first() { measure puzzle14 280 3; measure puzzle17 270 3; }
+      second() { measure puzzle15 280 3; grades puzzle12 reference 270 4; }
+      on_gpu 0 first & on_gpu 1 second & wait ;;
 esac
 ls -laR "$OUT" | head -60
