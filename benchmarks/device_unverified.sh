@@ -26,8 +26,8 @@ on_gpu() {  # on_gpu N STEP...: steps on GPU N alone, forked from a warm harness
   fi
   (export CUDA_VISIBLE_DEVICES=$gpu; python3 -m tutor.cli warm --idle-min 20 > "/tmp/warm$gpu.log" 2>&1; "$@")
 }
-measure() {  # measure PUZZLE SECONDS [GRADES]: a draft measured, 5 grades a solution, into $OUT/PUZZLE
-  step "measure_$1" "$2" python3 benchmarks/measure_draft.py "$1" "$OUT/$1" "${3:-5}"
+measure() {  # measure PUZZLE SECONDS [GRADES [OPTION...]]: a draft measured, 5 grades a solution, into $OUT/PUZZLE
+  step "measure_$1" "$2" python3 benchmarks/measure_draft.py "$1" "$OUT/$1" "${3:-5}" "${@:4}"
 }
 grades() {  # grades PUZZLE WHICH SECONDS [RUNS]: one solution of a draft graded RUNS times (4), into $OUT/PUZZLE_WHICH.json
   local name="$1_${2//\//_}"
@@ -169,5 +169,12 @@ case ${1:-1} in
   22) first() { measure puzzle14 280 3; measure puzzle17 270 3; }
       second() { measure puzzle15 280 3; grades puzzle12 reference 270 4; }
       on_gpu 0 first & on_gpu 1 second & wait ;;
+  # Part 22 spent half of every measure compiling the same kernels again (a workspace a run; one now) and
+  # graded the kernel drafts' references once: puzzle14 6x, puzzle15 1.76x, puzzle17 1.4x on an H200.
+  # Their recordings are in hand: every style graded, 5 times each.
+  23) on_gpu 0 measure puzzle14 540 5 --no-recordings & on_gpu 1 measure puzzle15 540 5 --no-recordings & wait ;;
+  # What puzzle12 needs to ship (its alternatives, 4 grades each; its reference a fifth time) beside puzzle17.
+  24) twelve() { measure puzzle12 540 4 --no-recordings --which alternatives/triton_tiles,alternatives/library_transpose; }
+      on_gpu 0 twelve & on_gpu 1 measure puzzle17 540 5 --no-recordings & wait ;;
 esac
 ls -laR "$OUT" | head -60

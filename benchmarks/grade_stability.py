@@ -1,6 +1,7 @@
 """Grade a puzzle's reference solution (or its untouched baseline) N times; print verdict agreement and spread.
 
     python benchmarks/grade_stability.py puzzle0 --runs 5 [--which reference|baseline] [--rounds 60,240] [--json out.json]
+        [--workspace DIR]
 
 Each grade is a fresh harness process with a fresh seed, as a learner's would be.
 Target (issue 2/5): 100% verdict agreement; speedups within ±3% on the H100.
@@ -30,7 +31,7 @@ from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.reference import ready_to_grade
 from tutor.runner import RESULT_NAME
-from tutor.workspace import scratch_workspace
+from tutor.workspace import init_workspace, scratch_workspace
 
 BOOTSTRAP_RESAMPLES = 400
 
@@ -95,10 +96,12 @@ def main() -> int:
     parser.add_argument("--which", default="reference", help="reference, baseline or alternatives/NAME")
     parser.add_argument("--rounds", default="", help="comma-separated round counts to alternate (default: the puzzle's)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--workspace", type=Path, help="a scratch workspace to use and keep (default: a new one); "
+                        "runs sharing one share its compile caches, so a CUDA extension is built once")
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     arms = [int(r) for r in args.rounds.split(",") if r] or [None]
-    ws = scratch_workspace("infprof-stability-")
+    ws = init_workspace(args.workspace, remember=False) if args.workspace else scratch_workspace("infprof-stability-")
 
     t0 = time.monotonic()
     ready_to_grade(ws, puzzle, args.which)

@@ -2,6 +2,7 @@
 reference and every alternative puzzle.toml names graded GRADES times each, then the baseline twice.
 
     INFPROF_DRAFTS=1 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/measure_draft.py PUZZLE $OUT [GRADES]
+        [--no-recordings] [--which reference,alternatives/NAME]
 
 GRADES (default 10) is how many times the reference and each alternative are graded. The baseline's
 torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline_trace.json.gz; a
@@ -14,58 +15,75 @@ copy those two files into the puzzle's recordings/; write the numbers in its MEA
 `draft` from its puzzle.toml.
 """
 
+import argparse
 import gzip
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def record_baseline(puzzle, out: Path) -> None:
+def record_baseline(ws, puzzle, out: Path) -> None:
     """The baseline's torch profile, as study mode ships it in recordings/."""
     from tutor import actions
-    from tutor.workspace import scratch_workspace
 
-    outcome = actions.profile(scratch_workspace("infprof-draft-"), puzzle, "baseline")
+    outcome = actions.profile(ws, puzzle, "baseline")
     shutil.copy2(outcome.run_dir / "metrics.json", out / "h100_baseline_metrics.json")
     opener = gzip.open if outcome.trace_path.suffix == ".gz" else open
     with opener(outcome.trace_path, "rb") as src, gzip.open(out / "h100_baseline_trace.json.gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
 
 
-def record_ncu(puzzle, out: Path) -> None:
+def record_ncu(ws, puzzle, out: Path) -> None:
     """The baseline's and the reference's Nsight Compute exports, for a kernel puzzle's CPU tests. The
     reference's workload.py alone is put in place: profiling needs no answer, and ready_to_grade would
     profile both under ncu a first time for its [kernel_evidence] table."""
     from tutor import actions
-    from tutor.workspace import scratch_workspace
 
-    ws = scratch_workspace("infprof-draft-")
     shutil.copy2(puzzle.solution_dir / "workload.py", ws.editable_path(puzzle, "workload.py"))
     for which, name in (("baseline", "h100_baseline_ncu.csv"), ("mine", "h100_reference_ncu.csv")):
         shutil.copy2(actions.profile(ws, puzzle, which, profiler="ncu").run_dir / "ncu.csv", out / name)
 
 
-def main(puzzle_id: str, out: Path, grades: int) -> None:
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("puzzle")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("grades", type=int, nargs="?", default=10)
+    parser.add_argument("--no-recordings", action="store_true", help="grade only: the recordings are in hand")
+    parser.add_argument("--which", default="", help="comma-separated solutions to grade (default: all, baseline last)")
+    args = parser.parse_args()
     os.environ["INFPROF_DRAFTS"] = "1"
     sys.path.insert(0, str(ROOT))
     from tutor.catalog import get_puzzle
+    from tutor.workspace import scratch_workspace
 
-    puzzle = get_puzzle(puzzle_id, drafts=True)
-    out.mkdir(parents=True, exist_ok=True)
-    record_baseline(puzzle, out)
-    if "ncu" in puzzle.profilers:
-        record_ncu(puzzle, out)
+    puzzle = get_puzzle(args.puzzle, drafts=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    # One workspace for every run: its compile caches build each CUDA extension once, not once a run (part 22
+    # of the device script spent 2 of every 4 minutes compiling the same kernels again).
+    ws = scratch_workspace("infprof-draft-")
+    started = time.monotonic()
+    if not args.no_recordings:
+        record_baseline(ws, puzzle, args.out)
+        if "ncu" in puzzle.profilers:
+            record_ncu(ws, puzzle, args.out)
+        print(f"recordings: {time.monotonic() - started:.1f} s", flush=True)
     # The baseline last: that it earns no tier matters least, and a run stopped at its limit keeps the rest.
-    runs = [("reference", grades), *((f"alternatives/{name}", grades) for name in puzzle.alternatives), ("baseline", 2)]
+    runs = [("reference", args.grades), *((f"alternatives/{name}", args.grades) for name in puzzle.alternatives),
+            ("baseline", 2)]
+    if args.which:
+        runs = [(which, args.grades) for which in args.which.split(",")]
     for which, count in runs:
         name = which.replace("/", "_")
-        subprocess.run([sys.executable, "benchmarks/grade_stability.py", puzzle_id, "--runs", str(count), "--which",
-                        which, "--json", str(out / f"{puzzle_id}_{name}.json")], cwd=ROOT, check=False)
+        subprocess.run([sys.executable, "benchmarks/grade_stability.py", args.puzzle, "--runs", str(count), "--which",
+                        which, "--json", str(args.out / f"{args.puzzle}_{name}.json"), "--workspace", str(ws.root)],
+                       cwd=ROOT, check=False)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 10)
+    main()

@@ -31,6 +31,17 @@ def test_puzzle0_reference_solves_it(workspace):
     assert TIERS.index(verdict.tier) >= TIERS.index(EXPECTED_TIER["puzzle0"])
 
 
+def test_the_baseline_made_ready_after_a_solution_is_the_starter_again(workspace):
+    """benchmarks/measure_draft.py grades every solution of a puzzle in one workspace (one compile cache):
+    the baseline's turn, last, must not grade the workload the solution before it left in place."""
+    puzzle = get_puzzle("puzzle0")
+    ready_to_grade(workspace, puzzle)
+    assert workspace.editable_path(puzzle, "workload.py").read_text() == (puzzle.solution_dir / "workload.py").read_text()
+    ready_to_grade(workspace, puzzle, "baseline")
+    for name in puzzle.editable:
+        assert workspace.editable_path(puzzle, name).read_text() == puzzle.starter_file(name).read_text()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("puzzle_id", GPU_PUZZLES)
 def test_gpu_reference_solves_it(workspace, puzzle_id):

@@ -21,14 +21,16 @@ from tutor.workspace import Workspace
 
 
 def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> None:
-    """Profile the baseline (the diagnosis checks against it); with which="reference", install the solution.
+    """Profile the baseline (the diagnosis checks against it); with which="reference", install the solution;
+    with which="baseline", put the starter files back.
 
     A puzzle whose answer reports what happened in the run (puzzle3: GemLite's choice on this
     machine) learns it as a learner can: from the report of a first grade, of the starter files.
     With which="alternatives/<name>", the reference's answer goes with that alternative's workload.py.
     """
     profile = actions.profile(ws, puzzle, "baseline")
-    if which == "baseline":
+    if which == "baseline":  # the starter files, in a workspace an earlier run gave another solution
+        ws.reset(puzzle)
         return
     values = dict(profile.metrics.values)
     for other in other_profilers_cited(puzzle):  # their evidence comes from their own profile of the baseline
