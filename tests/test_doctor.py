@@ -55,6 +55,12 @@ def test_a_gpu_too_old_for_a_puzzle_is_not_counted_against_the_machine():
     assert could == {"puzzle1": False, "puzzle2": True}  # fp8 needs 8.9
 
 
+def unrecorded_gpu_puzzle():
+    """A one-GPU draft not yet run on its GPU (nothing to study): whichever is left, as drafts ship."""
+    return next(p for p in all_puzzles(drafts=True).values()
+                if p.hardware.device == "cuda" and p.hardware.gpus == 1 and not p.recorded_baseline.is_file())
+
+
 def test_a_gpu_too_old_is_sent_to_study_mode_only_where_there_are_recordings():
     a100 = Gpu("NVIDIA A100-SXM4-80GB", 8.0, 80.0, "550.54")
     m = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(8.0,), torch_cuda="12.4", gpus=(a100,))
@@ -62,7 +68,7 @@ def test_a_gpu_too_old_is_sent_to_study_mode_only_where_there_are_recordings():
     assert "Study it instead: `infprof-tutor study puzzle1`" in too_old.why
     t4 = Gpu("Tesla T4", 7.5, 16.0, "550.54")
     old = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(7.5,), torch_cuda="12.4", gpus=(t4,))
-    [unrecorded] = [b for b in readiness(get_puzzle("puzzle14", drafts=True), old).blockers if b.label == "GPU too old"]
+    [unrecorded] = [b for b in readiness(unrecorded_gpu_puzzle(), old).blockers if b.label == "GPU too old"]
     assert "study" not in unrecorded.why.lower()
 
 
@@ -147,7 +153,7 @@ def test_a_run_this_machine_cannot_do_is_refused_before_torch_loads_with_one_mes
     assert no_gpu.value.message == "puzzle1 cannot run on this machine (no CUDA)."
     assert "infprof-tutor study puzzle1" in no_gpu.value.advice and "CUDA build" not in no_gpu.value.advice
     with pytest.raises(EnvironmentProblem) as unrecorded:  # a draft not yet run on a GPU: nothing to study
-        require_hardware(get_puzzle("puzzle14", drafts=True), CPU_ONLY)
+        require_hardware(unrecorded_gpu_puzzle(), CPU_ONLY)
     assert "(no CUDA)" in unrecorded.value.message and "study" not in unrecorded.value.advice
     with pytest.raises(EnvironmentProblem) as cpu_torch:
         require_hardware(get_puzzle("puzzle2"), H100_CPU_TORCH)

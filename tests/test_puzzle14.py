@@ -1,0 +1,126 @@
+"""puzzle14, Thirty-two lanes wait for one, as far as the CPU can check it: its kernels compile for sm_90
+without spills; the reference is the baseline's kernel in another order; in arrival order almost every warp
+holds a candidate of the longest curve; every term counts; its recordings show 5 threads of 32 at work a
+warp instruction against the sorted order's 31. The tiers were set on an H200 (the H100's SMs;
+MEASUREMENTS.md); the kernels are the GPU's to run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import puzzle_file, relative_l2
+from tutor.catalog import get_puzzle
+
+PUZZLE = get_puzzle("puzzle14")
+KERNELS = ["baseline.py", "solution/workload.py", "alternatives/lanes_share_a_candidate.py"]
+
+
+def _calibrated(weights: dict, scores: torch.Tensor, tenant: torch.Tensor) -> torch.Tensor:
+    """The tenants' curves in float64 on the CPU: each candidate's sum over its own tenant's terms."""
+    t = tenant.long()
+    u, b, v = (weights[k].double()[t] for k in ("u", "b", "v"))  # [n, MAX_RANK], zero past each rank
+    return (v * torch.tanh(scores.double()[:, None] * u + b)).sum(1)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
+@pytest.mark.parametrize("workload", KERNELS)
+def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workload):
+    from tutor.profilers import ptxas
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(puzzle_file(PUZZLE, workload).KERNEL)
+    [kernel] = ptxas.compile_report(source)
+    print(workload, kernel)
+    assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
+
+
+def test_the_reference_runs_the_baselines_kernel_in_another_order():
+    """The lesson is the order alone: the reference's kernel and launcher are the baseline's, to the byte."""
+    baseline, reference = puzzle_file(PUZZLE, "baseline.py"), puzzle_file(PUZZLE, "solution/workload.py")
+    assert (reference.KERNEL, reference.LAUNCHER) == (baseline.KERNEL, baseline.LAUNCHER)
+
+
+def test_almost_every_warp_in_arrival_order_holds_a_candidate_of_the_longest_curve(monkeypatch):
+    """The story's arithmetic on a real draw: tenants uniform, 80 terms a candidate on average, and nearly
+    every warp of 32 neighbours waiting on a rank-512 lane (1 - (7/8)^32 = 98.6%)."""
+    spec = puzzle_file(PUZZLE, "spec.py")
+    monkeypatch.setattr(spec, "TOKENS", 1 << 16)
+    scores, tenant = spec.make_input(1, "cpu")
+    ranks = torch.tensor(spec.RANKS)[tenant.long()]
+    assert scores.dtype == torch.float32 and tenant.dtype == torch.int32 and len(torch.unique(tenant)) == 8
+    assert abs(ranks.double().mean().item() - 80) < 2
+    warps = ranks.view(-1, 32)
+    assert (warps.max(1).values == 512).double().mean().item() > 0.97
+    # The waste the profile shows: useful lane-turns over the turns the warps take, about 80 / 512.
+    assert 0.14 < (warps.sum(1) / (32 * warps.max(1).values)).double().mean().item() < 0.2
+
+
+def test_every_term_counts_and_none_past_a_tenants_rank(monkeypatch):
+    spec = puzzle_file(PUZZLE, "spec.py")
+    w = spec.make_weights(2, "cpu")
+    ranks = w["ranks"].tolist()
+    assert ranks == list(spec.RANKS)
+    for t, r in enumerate(ranks):
+        assert not w["v"][t, r:].any() and w["v"][t, r - 1] != 0
+    # A curve cut to its first half misses by far more than the tolerance: the tail is not negligible.
+    monkeypatch.setattr(spec, "TOKENS", 4096)
+    scores, tenant = spec.make_input(3, "cpu")
+    full = _calibrated(w, scores, tenant)
+    half = dict(w, v=w["v"] * (torch.arange(spec.MAX_RANK) < torch.tensor(ranks)[:, None] // 2))
+    cut = _calibrated(half, scores, tenant)
+    assert relative_l2(cut, full) > 1000 * PUZZLE.correctness.max_rel_l2
+
+
+def test_the_reference_puts_every_result_back_in_its_arrival_slot(monkeypatch):
+    """The reference's torch half on the CPU (sort, gather, scatter), its kernel stood in for by the maths:
+    every candidate gets its own curve's value, as in arrival order."""
+    spec, reference = puzzle_file(PUZZLE, "spec.py"), puzzle_file(PUZZLE, "solution/workload.py")
+    monkeypatch.setattr(spec, "TOKENS", 1 << 14)
+    w = spec.make_weights(4, "cpu")
+    scores, tenant = spec.make_input(5, "cpu")
+
+    class Maths:  # the kernel's run(), in float64 on the CPU
+        @staticmethod
+        def run(s, t, u, b, v, ranks):
+            assert torch.equal(t, torch.sort(t, stable=True).values)  # it is handed the sorted order
+            return _calibrated({"u": u, "b": b, "v": v}, s, t).float()
+
+    got = reference.forward({"kernel": Maths, **w}, (scores, tenant))
+    assert torch.allclose(got.double(), _calibrated(w, scores, tenant), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", [*KERNELS, "alternatives/triton_sorted.py"])
+def test_every_style_calibrates_every_candidate(workload):
+    spec, other = puzzle_file(PUZZLE, "spec.py"), puzzle_file(PUZZLE, workload)
+    w = spec.make_weights(3, "cuda")
+    batch = spec.make_input(4, "cuda")
+    exact = _calibrated({k: x.cpu() for k, x in w.items()}, *(x.cpu() for x in batch))
+    got = other.forward(other.prepare(w, "cuda"), batch).cpu().double()
+    rel = relative_l2(got, exact)
+    print(workload, f"relative L2 {rel:.2e}")
+    assert rel < PUZZLE.correctness.max_rel_l2
+
+
+def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
+    """What the hints send the learner to find (recorded on an H200, MEASUREMENTS.md): one kernel, the SMs busy
+    and DRAM idle, and about 5 threads at work a warp instruction (32 x 80 / 512) against the sorted order's 31."""
+    import tomllib
+
+    from tutor.metrics import ProfileMetrics
+    from tutor.profilers import ncu
+
+    assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    assert recorded.kernels[0]["name"] == "calibrate" and recorded.kernels[0]["share"] > 0.99
+    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    reference = ncu.extract(Path(__file__).parent / "fixtures" / "h200_puzzle14_reference_ncu.csv").values
+    assert baseline["ncu.threads_per_instruction"] < 8 and reference["ncu.threads_per_instruction"] > 28
+    assert baseline["ncu.sm_throughput_pct"] > 80 and baseline["ncu.dram_throughput_pct"] < 5
+    cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]
+    assert reference[cited] > 5 * baseline[cited]
