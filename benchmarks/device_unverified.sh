@@ -2,8 +2,9 @@
 # What has not yet run on the H100, a part a device call (each step has a time limit, so each part fits in
 # its 10 minutes): `bash benchmarks/device_unverified.sh N`. Parts 1-4 (one GPU; they ran on 2026-11-25):
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
-# warm harness and its latency, dev check. Parts 5-16 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
-# 2026-11-25): the drafts measured, their sweeps and GPU tests, issue 17's latencies, re-grades.
+# warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
+# 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
+# re-grades. Not yet run: 9, 10, 18, 20, 25 and 26.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -135,35 +136,16 @@ case ${1:-1} in
   # Part 15's puzzle12 again passed its profile (113 s) and no grade in the minutes after: one grade,
   # each stage echoed as it begins. Beside it, the rest of puzzle11's library matmul (4 grades).
   16) on_gpu 0 grades puzzle11 alternatives/library_matmul 150 4 & on_gpu 1 grades puzzle12 reference 150 1 & wait ;;
-  # Not yet run. The new puzzle14 measured; puzzle12's alternatives graded (about 110 s of profile, then
-  # 40 s a grade).
-  17) alternatives12() { grades puzzle12 alternatives/triton_tiles 270 4; grades puzzle12 alternatives/library_transpose 270 4; }
-      on_gpu 0 measure puzzle14 560 & on_gpu 1 alternatives12 & wait ;;
-  # puzzle13's alternatives on both GPUs (about 18 s a grade), then puzzle12's reference graded 4 more times
-  # beside the gpu tests part 15's limit cut (those that passed there left out).
+  # puzzle13's alternatives on both GPUs (about 18 s a grade), then its reference graded twice more, beside
+  # the gpu tests part 15's limit cut (those that passed there left out).
   18) grades puzzle13 alternatives/buckets 100 4; grades puzzle13 alternatives/coalesced 100 4
       grades puzzle13 reference 60 2
-      suite() {
-        (export INFPROF_DRAFTS=1; step gpu_tests 280 python3 -m pytest -s -m gpu -p no:cacheprovider -v \
-          --durations=20 --ignore=tests/test_ranks.py --ignore=tests/test_app.py \
-          --ignore=tests/test_app_snapshots.py tests/ \
-          -k "not nccl and not anticheat and not comparators_out_of_reach and not compile_report and not puzzle7")
-      }
-      on_gpu 0 grades puzzle12 reference 260 4 & on_gpu 1 suite & wait ;;
-  # The new puzzle15 measured, beside the new drafts' GPU tests (their styles against float64).
-  19) new_draft_tests() {
-        (export INFPROF_DRAFTS=1; step draft_gpu_tests 300 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
-          tests/test_draft_puzzles.py -k "puzzle14 or puzzle15")
-      }
-      on_gpu 0 measure puzzle15 560 & on_gpu 1 new_draft_tests & wait ;;
+      (export INFPROF_DRAFTS=1; on_gpu 1 step gpu_tests 280 python3 -m pytest -s -m gpu -p no:cacheprovider -v \
+        --durations=20 --ignore=tests/test_ranks.py --ignore=tests/test_app.py \
+        --ignore=tests/test_app_snapshots.py tests/ \
+        -k "not nccl and not anticheat and not comparators_out_of_reach and not compile_report and not puzzle7") ;;
   # The second multi-GPU draft measured on both GPUs: its baseline's rank-0 profile, then 4 grades a style.
   20) measure puzzle16 540 4 ;;
-  # The L2 draft measured, beside its styles' GPU test.
-  21) l2_tests() {
-        (export INFPROF_DRAFTS=1; step draft_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
-          tests/test_draft_puzzles.py -k puzzle17)
-      }
-      on_gpu 0 measure puzzle17 560 & on_gpu 1 l2_tests & wait ;;
   # Session 7's first call: the three single-GPU kernel drafts measured for the first time (3 grades a style,
   # a limit each so one slow draft cannot starve the next), beside puzzle12's reference graded 4 more times.
   22) first() { measure puzzle14 280 3; measure puzzle17 270 3; }
@@ -176,5 +158,13 @@ case ${1:-1} in
   # What puzzle12 needs to ship (its alternatives, 4 grades each; its reference a fifth time) beside puzzle17.
   24) twelve() { measure puzzle12 540 4 --no-recordings --which alternatives/triton_tiles,alternatives/library_transpose; }
       on_gpu 0 twelve & on_gpu 1 measure puzzle17 540 5 --no-recordings & wait ;;
+  # Parts 22-24 measured the kernel puzzles on H200s: on one H100 (kind nvidia-h100-x1), their styles against
+  # float64 (the gpu tests) and each reference graded 3 times (parts 25 and 26), so their tiers stand on the
+  # card the issue names.
+  25) (export INFPROF_DRAFTS=1; step kernel_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_puzzle11.py tests/test_puzzle12.py tests/test_puzzle14.py tests/test_puzzle15.py tests/test_puzzle17.py)
+      for pid in puzzle14 puzzle15; do measure "$pid" 170 3 --no-recordings --which reference; done ;;
+  26) for pid in puzzle11 puzzle17; do measure "$pid" 170 3 --no-recordings --which reference; done
+      measure puzzle12 250 3 --no-recordings --which reference ;;
 esac
 ls -laR "$OUT" | head -60
