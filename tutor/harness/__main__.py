@@ -2,7 +2,8 @@
 
 Runs in its own process so a crash, hang or OOM in learner code never touches the
 tutor. Modes: `check` (correctness + interleaved timing, in two forked processes:
-tutor.harness.lockstep) and, with one workload in this process, `profile` (a
+tutor.harness.lockstep), `serving` (a server replayed against a trace of requests, beside the
+puzzle's: tutor.harness.serving_rounds) and, with one workload in this process, `profile` (a
 PyTorch-profiler trace), `kernels`/`timeline` (under Nsight) and `memory`. Raw
 samples go back; statistics are computed by the tutor.
 """
@@ -44,6 +45,9 @@ def run(request: dict, sink: EventSink) -> dict:
     if request["mode"] == "check":
         from tutor.harness import lockstep
         return lockstep.check_and_time(request, sink)
+    if request["mode"] == "serving":  # a server replayed against a trace of requests (issue 18)
+        from tutor.harness import serving_rounds
+        return serving_rounds.serve_and_compare(request, sink)
     from tutor.harness.alone import run_alone, run_alone_in_ranks  # profile, kernels, timeline, memory
     if request.get("ranks", 1) > 1:  # a multi-GPU workload: a process a GPU, as its grade runs it
         return run_alone_in_ranks(request, sink)

@@ -20,6 +20,7 @@ import random
 import secrets
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -84,12 +85,27 @@ class Candidate(Side):
     """The learner's side: thawed only while it is asked something, frozen the rest of the time."""
 
     trusted: frozenset[int] = frozenset()  # the ruler: never frozen
+    held: bool = False  # thawed for a stretch of asks (thawed())
 
     def ask(self, op: str, **fields) -> dict:
+        if self.held:
+            return super().ask(op, **fields)
         processes.thaw(self.pid, self.trusted)
         try:
             return super().ask(op, **fields)
         finally:
+            processes.freeze(self.pid, self.trusted)
+
+    @contextmanager
+    def thawed(self):
+        """Thawed once for many asks (a serving replay's steps), so no step pays for a thaw and a freeze; the
+        ruler is idle meanwhile. Frozen again after."""
+        processes.thaw(self.pid, self.trusted)
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
             processes.freeze(self.pid, self.trusted)
 
 

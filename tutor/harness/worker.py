@@ -33,6 +33,10 @@ from tutor.harness.memory_facts import CaptureCounter, graph_pool_mb, memory_fac
 
 WORKLOAD_API = ("prepare", "forward")
 SPEC_API = ("make_weights", "make_input")
+# A serving puzzle's (request["mode"] == "serving"): a server that takes requests and steps, replayed against
+# the spec's trace of requests by the coordinator (tutor.harness.serving_rounds).
+SERVING_WORKLOAD_API = ("prepare", "server")
+SERVING_SPEC_API = ("make_weights", "make_trace")
 
 
 def setup(request: dict, timing: bool, role: str) -> Device:
@@ -93,8 +97,9 @@ class Worker:
         self.compiled = CompileWatch() if candidate else None
         # Before learner code: from here on it cannot open the reference solution or the progress db.
         self.guard = Guard(request.get("protected", {})) if candidate else None
-        self.spec = load_module(Path(request["spec"]), "spec", SPEC_API)
-        self.modules, self.states, self.resident = {}, {}, {}
+        self.serving = request.get("mode") == "serving"
+        self.spec = load_module(Path(request["spec"]), "spec", SERVING_SPEC_API if self.serving else SPEC_API)
+        self.modules, self.states, self.resident, self.servers = {}, {}, {}, {}
         self.samples: dict[str, list[float]] = {name: [] for name in names if name in request["time"]}
         self.side: SideWork | None = None
         self.pool_by_round: list[float] = []
@@ -107,7 +112,8 @@ class Worker:
     def prepare(self, name: str) -> dict:
         if name == self.candidate:
             self.guard.freeze(*self._namespaces())
-        self.modules[name] = load_module(Path(self.request["workloads"][name]), name, WORKLOAD_API)
+        self.modules[name] = load_module(Path(self.request["workloads"][name]), name,
+                                         SERVING_WORKLOAD_API if self.serving else WORKLOAD_API)
         master = self._master_weights()  # made before the count starts: no workload's to keep
         before = self.device.allocated_bytes()
         weights = own_copy(master)
@@ -123,7 +129,8 @@ class Worker:
         self._shared = None
         self.device.poison_free_memory()
         self.prepared_bytes = self.device.allocated_bytes()
-        self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
+        if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
+            self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
         return {"warm_inputs": len(self.warm)}
 
     def warm_up(self, index: int) -> dict:
@@ -178,6 +185,30 @@ class Worker:
         self._verify()
         return {"waited_ms": waited if waited is not None else -1.0, "checked": checked}
 
+    def open_server(self, name: str) -> dict:
+        """A fresh server of `name` for one replay: nothing queued, nothing left from the replay before. The
+        ruler's waits out GPU work the learner's process left running first, as a comparator's call does."""
+        waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
+        self.servers[name] = call_workload(f"{name}.server()", self.modules[name].server, self.states[name])
+        self._verify()
+        return {"waited_ms": waited if waited is not None else -1.0}
+
+    # submit() and step() are inside the replay's clock, so the guard's check (milliseconds) waits for
+    # close_server(): the clock is the coordinator's, out of any patch's reach, and what was patched still shows.
+    def submit(self, name: str, rid: int, prompt: list[int], max_new: int) -> dict:
+        call_workload(f"{name}'s server.submit()", self.servers[name].submit, rid, tuple(prompt), max_new)
+        return {}
+
+    def step(self, name: str) -> dict:
+        """One scheduling step: the tokens it produced, as host integers (the coordinator stamps them on arrival)."""
+        produced = call_workload(f"{name}'s server.step()", self.servers[name].step)
+        return {"tokens": host_tokens(produced, f"{name}'s server.step()")}
+
+    def close_server(self, name: str) -> dict:
+        del self.servers[name]
+        self._verify()
+        return {}
+
     def finish(self) -> dict:
         """Every sample, settled; memory; for the candidate what fair play saw, for the ruler the puzzle's facts."""
         charged = self.device.settle()
@@ -188,8 +219,9 @@ class Worker:
                   # Memory kept after prepare(): caches built lazily in forward() show up here.
                   "growth_bytes": self.device.allocated_bytes(full=True) - self.prepared_bytes}
         if self.candidate:
-            # On CUDA the clocks already wait for the whole device; with ranks, gloo's own threads do the collectives.
-            if not self.device.cuda and self.request.get("ranks", 1) == 1:
+            # On CUDA the clocks already wait for the whole device; with ranks, gloo's own threads do the collectives;
+            # a server is thawed only for its own replay, whose wall clock counts whatever its threads do.
+            if not self.device.cuda and self.request.get("ranks", 1) == 1 and not self.serving:
                 hidden = self.side.violation(sum(self.samples.get(self.candidate, [])))
                 if hidden:
                     self.guard.note(hidden)
@@ -242,7 +274,24 @@ class Worker:
 
 # How long a comparator waits for GPU work the candidate's process left behind before that is a violation.
 QUIET_LIMIT_S = 5.0
-OPERATIONS = ("prepare", "prepared", "warm_up", "calibrate", "run", "time", "finish")
+OPERATIONS = ("prepare", "prepared", "warm_up", "calibrate", "run", "time",
+              "open_server", "submit", "step", "close_server", "finish")
+
+
+def host_tokens(produced, where: str) -> dict[int, list[int]]:
+    """A step's {request id: new tokens} as plain integers; a tensor of tokens is read back to the host here."""
+    if not isinstance(produced, dict):
+        raise HarnessFailure("workload_error", f"{where} returned {type(produced).__name__}, not a dict of "
+                             "{request id: [new tokens]}", where=where)
+    tokens = {}
+    for rid, new in produced.items():
+        try:
+            values = new.tolist() if isinstance(new, torch.Tensor) else list(new)
+            tokens[int(rid)] = [int(t) for t in values]
+        except (TypeError, ValueError) as e:
+            raise HarnessFailure("workload_error", f"{where} gave request {rid!r} {type(new).__name__}, not a "
+                                 f"list of token ids ({e})", where=where) from e
+    return tokens
 
 
 def rank_handler(request: dict, names: list[str], candidate: str | None):
