@@ -68,7 +68,7 @@ def decompose(rows: list[dict]) -> None:
     rng = random.Random(0)
     for rounds in sorted({r["rounds"] for r in rows}):
         arm = [r for r in rows if r["rounds"] == rounds]
-        if len(arm) < 2:
+        if len(arm) < 2 or not arm[0]["samples_ms"]:  # a serving grade has replays, not rounds of calls
             continue
         print(f"  {rounds} rounds, {len(arm)} grades:")
         for vs in arm[0]["speedups"]["call"]:
@@ -116,7 +116,9 @@ def main() -> int:
         rows.append({"run": i + 1, "rounds": graded.timing.rounds, "started": started, "passed": v.passed,
                      "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,
                      "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},
-                     "samples_ms": raw["samples_ms"], "clocks": raw.get("clocks", {}),
+                     "samples_ms": raw.get("samples_ms", {}), "clocks": raw.get("clocks", {}),
+                     # A serving grade's replay pairs: (the baseline's figures, the learner's), each.
+                     "serving_pairs": raw.get("pairs", []),
                      "host_timed": raw.get("host_timed", []), "facts": v.facts})
         sp = "  ".join(f"vs {k}{' (GPU)' if clock == 'gpu' else ''}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]"
                        for clock, (k, s) in tier_speedups(puzzle, rows[-1]["speedups"]))

@@ -22,6 +22,7 @@ from tutor.grading.fair_play import check_fair_play
 from tutor.grading.floor import check_floor
 from tutor.grading.performance import Measured, check_correctness, check_performance
 from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
+from tutor.grading.serving import check_serving_correctness, check_serving_performance
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.machine import PEAKS_DIR, require_hardware
 from tutor.metrics import ProfileMetrics
@@ -83,6 +84,8 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
                       "the GPU's measured peaks": [str(PEAKS_DIR)]},
         # Each GPU's best HBM bandwidth and matmul rate (tutor.harness.peaks), for the physical floor.
         "peaks_cache": str(PEAKS_DIR),
+        # A serving puzzle's server is replayed against traces, in a grade and in a profile alike.
+        **({"serving": vars(puzzle.serving)} if puzzle.serving else {}),
     }
 
 
@@ -91,6 +94,13 @@ def check_request(ws: Workspace, puzzle: Puzzle, timed: list[str]) -> dict:
     oracle = puzzle.correctness.oracle
     request = _base_request(ws, puzzle, "check", list(dict.fromkeys([*timed, oracle])))
     request.update(candidate="mine", oracle=oracle, time=timed, correctness={"checks": puzzle.correctness.checks})
+    return request
+
+
+def serving_request(ws: Workspace, puzzle: Puzzle) -> dict:
+    """A serving puzzle's grade: the learner's server replayed beside the baseline's (tutor.harness.serving_rounds)."""
+    request = _base_request(ws, puzzle, "serving", ["baseline", "mine"])
+    request.update(candidate="mine", oracle="baseline", time=["baseline", "mine"])
     return request
 
 
@@ -130,7 +140,8 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     check_workload_file(ws, puzzle)
     progress = Progress(ws.db_path)
     hash_before = code_hash(ws, puzzle)
-    request = check_request(ws, puzzle, ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)])
+    request = (serving_request(ws, puzzle) if puzzle.serving else
+               check_request(ws, puzzle, ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)]))
     run_dir = new_run_dir(ws, puzzle, "grade")
     try:
         result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
@@ -143,12 +154,18 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     if on_event:
         on_event({"type": "stage", "stage": "grading", "detail": "checking your answer"})
 
-    correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     diagnosis = _diagnose(ws, puzzle, progress)
-    measured = Measured.from_result(result)
-    performance, tier, speedups = check_performance(puzzle, measured)
-    floor, floor_lines = check_floor(result.get("floor"), measured.call_ms, measured.gpu_ms)
-    performance.details += floor_lines
+    if puzzle.serving:  # tokens against the oracle server's, throughput at the latency limit
+        correctness = check_serving_correctness(result)
+        performance, tier, estimates = check_serving_performance(puzzle, result)
+        speedups, floor, timings_ms = {"call": {"baseline": estimates["throughput"]}, "gpu": {}}, [], {}
+    else:
+        correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
+        measured = Measured.from_result(result)
+        performance, tier, speedups = check_performance(puzzle, measured)
+        floor, floor_lines = check_floor(result.get("floor"), measured.call_ms, measured.gpu_ms)
+        performance.details += floor_lines
+        timings_ms = {k: statistics.median(v) for k, v in result["samples_ms"].items()}
     rules = [*check_fair_play(result.get("violations", ())), *floor,
              *puzzle_criteria(puzzle, result, ws.editable_path(puzzle, "answer.toml"),
                               _learner_profiles(progress, puzzle, hash_before))]
@@ -158,8 +175,8 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     verdict = Verdict(puzzle.id, [correctness, diagnosis, performance, *rules], tier=tier if earned else "",
                       speedups={k: vars(v) for k, v in speedups["call"].items()},
                       gpu_speedups={k: vars(v) for k, v in speedups["gpu"].items()},
-                      timings_ms={k: statistics.median(v) for k, v in result["samples_ms"].items()},
-                      facts=result.get("facts") or {}, environment=result.get("environment") or {})
+                      timings_ms=timings_ms, facts=result.get("facts") or {},
+                      environment=result.get("environment") or {})
     if not verdict.passed:
         verdict.next_hint = _next_hint_preview(puzzle, progress)
     headline = speedups["call"][puzzle.tiers[0].vs]

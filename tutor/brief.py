@@ -8,7 +8,7 @@ from __future__ import annotations
 from tutor.catalog import CLOCKS, Puzzle
 
 # A tier's clock (catalog.CLOCKS) in a table cell.
-CLOCK_WORDS = {"call": "a call's time", "gpu": "GPU time"}
+CLOCK_WORDS = {"call": "a call's time", "gpu": "GPU time", "throughput": "tokens a second"}
 
 
 def story_markdown(p: Puzzle) -> str:

@@ -47,6 +47,8 @@ class Hardware:
 CLOCKS = {
     "call": "the whole call as its caller waits for it, in a serving loop: calls back to back until the device drains",
     "gpu": "the GPU's work alone, the host's launches kept out of it (CUDA puzzles)",
+    "throughput": "tokens a second over a replay of a trace of requests, at a p99 latency within the puzzle's limit "
+                  "(serving puzzles)",
 }
 
 
@@ -79,6 +81,17 @@ class Timing:
     rounds: int = 30
     profile_iterations: int = 5
     timeout_s: float = 600.0  # a hang is killed after this
+
+
+@dataclass(frozen=True)
+class Serving:
+    """A serving puzzle's grade (tutor.harness.serving_rounds): its server and the learner's replay a trace in
+    `replays` pairs (and one warm-up pair), each in at most `limit_s`; a tier needs the p99 latency ratio's
+    upper bound within `max_latency_ratio` of the baseline's."""
+
+    replays: int = 5
+    limit_s: float = 120.0
+    max_latency_ratio: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,7 @@ class Puzzle:
     extra: dict = field(default_factory=dict, hash=False, compare=False)
     # Why learners do not see it yet (its tiers not measured on its machine, say); "" once it ships.
     draft: str = ""
+    serving: Serving | None = None  # a server replayed against a trace, not a forward() called on inputs
 
     @property
     def story(self) -> str:
@@ -193,6 +207,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             alternatives=dict(meta.get("alternatives", {})),
             extra=meta.get("extra", {}),
             draft=str(meta.get("draft", "")),
+            serving=Serving(**meta["serving"]) if "serving" in meta else None,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise TutorError(f"{meta_path} is missing or has a bad field: {e}", "Fix the puzzle metadata.") from e
@@ -212,9 +227,14 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
                  " (a multi-GPU puzzle is timed by its slowest rank's calls: a collective's GPU time includes its"
                  " wait for the other ranks)" if p.hardware.gpus > 1 else "")
     for t in p.tiers:
-        if t.clock not in CLOCKS or (t.clock == "gpu" and call_only):
+        if p.serving and t.clock != "throughput":
+            raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': a serving puzzle's tiers are "
+                             "on 'throughput'", "Fix the puzzle metadata.")
+        if not p.serving and (t.clock not in CLOCKS or t.clock == "throughput" or (t.clock == "gpu" and call_only)):
             raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': use 'call'"
-                             + (call_only or " or 'gpu'"), "Fix the puzzle metadata.")
+                             + (call_only or " or 'gpu'") + ("" if t.clock != "throughput" else
+                                                            " ('throughput' needs a [serving] section)"),
+                             "Fix the puzzle metadata.")
     tiers = {t.name for t in p.tiers}
     for name, tier in p.alternatives.items():
         if not p.alternative_path(name).is_file():

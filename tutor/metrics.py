@@ -102,6 +102,17 @@ METRIC_DOCS: dict[str, str] = {
     "ncu.global_load_sectors_per_request": "top kernel: sectors per global load request; 4 when a warp loads 32 neighbouring floats, 32 at worst",
     "ncu.global_store_sectors_per_request": "top kernel: sectors per global store request; 4 when a warp stores 32 neighbouring floats, 32 at worst",
     "ncu.stall.<reason>": "top kernel: cycles per issued instruction warps spent stalled on <reason>",
+    # A server's profiled replay (serving puzzles; tutor.harness.serving): from the harness's own stamps, each
+    # step() one iteration of the trace's per-iteration metrics.
+    "serving.requests": "requests in the profiled replay's trace",
+    "serving.tokens": "tokens the server returned over the replay",
+    "serving.makespan_s": "seconds from the first request's arrival to the last token",
+    "serving.tokens_per_s": "tokens a second over the replay: its throughput",
+    "serving.latency_p50_s": "median request latency: arrival to last token",
+    "serving.latency_p99_s": "99th-percentile request latency",
+    "serving.waited_p50_s": "median wait for a request's first token: queueing and prefill",
+    "serving.waited_p99_s": "99th-percentile wait for a request's first token",
+    "serving.tokens_per_step": "requests given a token a step, over the steps that gave any: the batch's occupancy",
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tutor.actions import EventHandler, Register, check_workload_file, new_run_dir, check_request
 from tutor.catalog import Puzzle
+from tutor.errors import TutorError
 from tutor.grading.answer import AnswerError, answer_problem
 from tutor.grading.fair_play import check_fair_play
 from tutor.grading.floor import check_floor
@@ -98,6 +99,9 @@ def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = N
     """Check and time the learner's workload.py briefly; raises RunFailed as a grade would, records nothing."""
     require_hardware(puzzle)
     check_workload_file(ws, puzzle)
+    if puzzle.serving:
+        raise TutorError(f"{puzzle.id} is a serving puzzle: its server is judged over whole replays of a trace, "
+                         "which a quick check cannot shorten.", f"Grade it: `infprof-tutor grade {puzzle.id}`.")
     vs = puzzle.tiers[0].vs
     request = check_request(ws, puzzle, list(dict.fromkeys(["mine", vs])))
     # One warm-up round and one check before timing: every timed round checks the output again.

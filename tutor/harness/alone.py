@@ -19,7 +19,7 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     """Profile, kernels, timeline and memory modes: one workload, in this process."""
     from tutor.harness.compile_report import CompileWatch
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
-    from tutor.harness.worker import SPEC_API, WORKLOAD_API, setup
+    from tutor.harness.worker import SERVING_SPEC_API, SERVING_WORKLOAD_API, SPEC_API, WORKLOAD_API, setup
 
     [name] = request["prepare"]
     role = "candidate" if name == request.get("candidate") else "ruler"
@@ -32,8 +32,13 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     # torch.compile writes its kernels into the comparators' cache that the guard would refuse.
     if role == "candidate":
         Guard(request.get("protected", {}))
-    spec = load_module(Path(request["spec"]), "spec", SPEC_API)
-    module = load_module(Path(request["workloads"][name]), name, WORKLOAD_API)
+    serves = "serving" in request  # a server replayed against the spec's trace (issue 18)
+    if serves and request["mode"] != "profile":
+        raise HarnessFailure("bad_request", f"{request['mode']} needs a workload called call by call, and this "
+                             "puzzle's is a server replayed against a trace of requests: profile it with the "
+                             "PyTorch profiler (not built yet for the others, issue 18)")
+    spec = load_module(Path(request["spec"]), "spec", SERVING_SPEC_API if serves else SPEC_API)
+    module = load_module(Path(request["workloads"][name]), name, SERVING_WORKLOAD_API if serves else WORKLOAD_API)
     recording = request["mode"] == "allocations"
     if recording and not device.cuda:
         raise HarnessFailure("no_gpu", "the memory profiler reads the CUDA allocator: it needs a CUDA GPU")
@@ -52,7 +57,8 @@ def run_alone(request: dict, sink: EventSink) -> dict:
 
     result = {"env": device.describe()}
     if request["mode"] == "profile":
-        result.update(profile(request, spec, forward, device, sink))
+        result.update(profile_serving(request, spec, module, state, sink) if serves else
+                      profile(request, spec, forward, device, sink))
         if device.cuda:
             for key, value in memory_facts(captures).items():  # the profiled window's peaks stay
                 result["memory"].setdefault(key, value)
@@ -173,3 +179,43 @@ def kernels(request: dict, spec, forward, device, sink: EventSink) -> dict:
                 forward(name, x)
         device.synchronize()
     return {"workload": name}
+
+
+def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict:
+    """A server's profile: a warm-up replay of one trace, then a replay of another under the PyTorch profiler
+    with each step() an iteration, and what the replay showed (tutor.harness.serving.figures, and tokens a step)."""
+    from torch.profiler import record_function
+
+    from tutor.harness import serving
+    from tutor.harness.torch_profile import profiled
+    from tutor.protocol import TORCH_ITER_RANGE
+
+    name, limit_s = request["profile"]["workload"], request["serving"]["limit_s"]
+    steps = []
+
+    def replay(seed: int, ranged: bool) -> list:
+        trace = serving.trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
+        server = call_workload(f"{name}.server()", module.server, state)
+
+        def step():
+            with record_function(TORCH_ITER_RANGE) if ranged else contextlib.nullcontext():
+                produced = call_workload(f"{name}'s server.step()", server.step)
+            steps.append(sum(len(t) for t in produced.values()) if isinstance(produced, dict) else 0)
+            return produced
+
+        submit = lambda rid, prompt, max_new: call_workload(  # noqa: E731
+            f"{name}'s server.submit()", server.submit, rid, prompt, max_new)
+        return serving.replay(trace, submit, step, limit_s)
+
+    sink.stage("warmup", f"{name}: one replay of a trace, unprofiled")
+    replay(request["seed"] + 7, ranged=False)
+    steps.clear()
+    sink.stage("profiling", f"{name}: one replay of a trace, each step an iteration")
+    trace_path = Path(request["profile"]["trace_path"])
+    with profiled(trace_path) as memory:
+        served = replay(request["seed"] + 1, ranged=True)
+    figures = serving.figures(served)
+    busy = [n for n in steps if n]
+    figures["tokens_per_step"] = sum(busy) / len(busy) if busy else 0.0  # requests served a step, while serving
+    return {"trace_path": str(trace_path), "memory": memory, "workload": name, "serving": figures}
+

@@ -47,6 +47,12 @@ class Served:
         return self.first_token_s - self.request.arrival_s
 
 
+def trace_of(requests: list[dict]) -> list[Request]:
+    """A spec's make_trace() as Requests: its plain dicts (rid, arrival_s, prompt, max_new) read as such."""
+    return [Request(rid=int(q["rid"]), arrival_s=float(q["arrival_s"]), prompt=tuple(int(t) for t in q["prompt"]),
+                    max_new=int(q["max_new"])) for q in requests]
+
+
 def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], None],
            step: Callable[[], dict[int, list[int]]], limit_s: float, clock: Callable[[], float] = time.monotonic,
            wait: Callable[[float], None] = time.sleep) -> list[Served]:

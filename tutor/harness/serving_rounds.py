@@ -46,9 +46,7 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
     # The first pair warms both servers up (compiles, graph captures, allocator growth) and is not counted.
     for r in range(settings["replays"] + 1):
         seed = secrets.randbelow(2**62)
-        trace = [serving.Request(rid=int(q["rid"]), arrival_s=float(q["arrival_s"]), prompt=tuple(q["prompt"]),
-                                 max_new=int(q["max_new"]))
-                 for q in call_workload("spec.make_trace", spec.make_trace, seed)]
+        trace = serving.trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
         turns = [(ruler, oracle), (learner, candidate)]
         _order.shuffle(turns)
         served = {}

@@ -33,7 +33,7 @@ from tutor.harness.memory_facts import CaptureCounter, graph_pool_mb, memory_fac
 
 WORKLOAD_API = ("prepare", "forward")
 SPEC_API = ("make_weights", "make_input")
-# A serving puzzle's (request["mode"] == "serving"): a server that takes requests and steps, replayed against
+# A serving puzzle's (a request with "serving"): a server that takes requests and steps, replayed against
 # the spec's trace of requests by the coordinator (tutor.harness.serving_rounds).
 SERVING_WORKLOAD_API = ("prepare", "server")
 SERVING_SPEC_API = ("make_weights", "make_trace")
@@ -97,7 +97,7 @@ class Worker:
         self.compiled = CompileWatch() if candidate else None
         # Before learner code: from here on it cannot open the reference solution or the progress db.
         self.guard = Guard(request.get("protected", {})) if candidate else None
-        self.serving = request.get("mode") == "serving"
+        self.serving = "serving" in request  # a serving puzzle's request (grade or profile) carries its settings
         self.spec = load_module(Path(request["spec"]), "spec", SERVING_SPEC_API if self.serving else SPEC_API)
         self.modules, self.states, self.resident, self.servers = {}, {}, {}, {}
         self.samples: dict[str, list[float]] = {name: [] for name in names if name in request["time"]}

@@ -30,7 +30,10 @@ def torch_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, regist
     request["profile"]["trace_path"] = str(trace_path)
     outcome = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register)
     _extracting(on_event, "reading the trace")
-    return extract(trace_path, outcome.result.get("memory")), trace_path
+    metrics = extract(trace_path, outcome.result.get("memory"))
+    # A server's replay (a serving puzzle): what the harness's own stamps showed, beside the trace's per-step view.
+    metrics.values.update({f"serving.{k}": float(v) for k, v in outcome.result.get("serving", {}).items()})
+    return metrics, trace_path
 
 
 def ncu_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, register) -> tuple[ProfileMetrics, Path]:
