@@ -4,7 +4,7 @@
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
-# re-grades. Not yet run: 9, 10, 18, 20, 25 and 26.
+# re-grades. Not yet run: 9, 10, 18, 20 and 25-27.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -166,5 +166,8 @@ case ${1:-1} in
       for pid in puzzle14 puzzle15; do measure "$pid" 170 3 --no-recordings --which reference; done ;;
   26) for pid in puzzle11 puzzle17; do measure "$pid" 170 3 --no-recordings --which reference; done
       measure puzzle12 250 3 --no-recordings --which reference ;;
+  # The serving draft on one GPU: its baseline's serving profile (a replay, each step an iteration), then 3
+  # grades a style (a warm-up pair and 5 pairs of replays a grade).
+  27) measure puzzle18 560 3 ;;
 esac
 ls -laR "$OUT" | head -60

@@ -2,7 +2,9 @@
 cache written in place decodes what torch.cat's copies decode; puzzle7's batches arrive fresh in
 pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle13's styles give rank 0 the
 same bits on two gloo ranks; puzzle16's handoffs give rank 0 the same bits through the host or GPU to
-GPU, on two gloo ranks; drafts stay out of learners' sight.
+GPU, on two gloo ranks; puzzle18's model decides its greedy tokens by wide margins, through its cache,
+and every one of its servers gives each request of a trace those tokens; drafts stay out of learners'
+sight.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled,
 pinned and NCCL ones are the GPU's to test (the `gpu` tests here) and grade
@@ -11,6 +13,7 @@ pinned and NCCL ones are the GPU's to test (the `gpu` tests here) and grade
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -191,7 +194,88 @@ def test_puzzle16_every_style_gives_rank_0_the_baselines_output_bit_for_bit(back
     assert torch.equal(replies[0]["outputs"]["baseline.py"], replies[0]["unsplit"])
 
 
-@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", False)])
+# -- puzzle18: a decoder's server that batches statically (the model's margins, every server's tokens on the CPU) --
+
+P18 = get_puzzle("puzzle18", drafts=True)
+P18_SERVERS = ["baseline.py", "solution/workload.py", "alternatives/small_static_batches.py",
+               "alternatives/continuous_full_slots.py"]
+
+
+def _chain(spec, prompt: list[int], max_new: int) -> list[int]:
+    """The tokens every server must give: the successors of the prompt's last state, in its topic."""
+    topic, state = divmod(prompt[-1] - spec.TOPICS, spec.STATES)
+    tokens = []
+    for _ in range(max_new):
+        state = int(spec.SUCCESSOR[state])
+        tokens.append(spec.token(state, topic))
+    return tokens
+
+
+def _decode_alone(spec, w: dict, prompt: list[int], steps: int, read_cache: bool = True):
+    """One request decoded alone in bf16 as the servers compute a step: its tokens, and each step's lead of the
+    best logit over the next. Without `read_cache`, head 0's values are zeroed: the topic is never read."""
+    tokens, leads = list(prompt), []
+    wv = w["wv"].clone()
+    if not read_cache:
+        wv[:spec.HEAD_DIM] = 0
+    for _ in range(steps):
+        x = w["embed"][torch.tensor(tokens)]
+        q = (x[-1:] @ w["wq"].T).view(1, spec.HEADS, spec.HEAD_DIM).float()
+        k = (x @ w["wk"].T).view(-1, spec.HEADS, spec.HEAD_DIM).float()
+        v = (x @ wv.T).view(-1, spec.HEADS, spec.HEAD_DIM).float()
+        p = (torch.einsum("qhd,thd->qht", q, k) / math.sqrt(spec.HEAD_DIM)).softmax(-1)
+        attended = torch.einsum("qht,thd->qhd", p, v).reshape(1, -1).to(torch.bfloat16)
+        hidden = torch.relu(x[-1:] @ w["w1"].T) @ w["w2"].T + attended @ w["wo"].T
+        top = (hidden @ w["out"].T).float()[0].topk(2)
+        leads.append(float(top.values[0] - top.values[1]))
+        tokens.append(int(top.indices[0]))
+    return tokens[len(prompt):], leads
+
+
+def test_puzzle18_greedy_tokens_follow_the_chain_by_a_wide_margin_and_need_the_cache():
+    spec = puzzle_file(P18, "spec.py")
+    w = spec.make_weights(1, "cpu")
+    g = torch.Generator().manual_seed(3)
+    for topic in range(spec.TOPICS):
+        length = int(torch.randint(1, 60, (1,), generator=g))
+        prompt = [topic, *(spec.token(int(s), topic) for s in torch.randint(spec.STATES, (length,), generator=g))]
+        tokens, leads = _decode_alone(spec, w, prompt, 8)
+        assert tokens == _chain(spec, prompt, 8) and min(leads) > 150, (topic, leads)
+        _, blind = _decode_alone(spec, w, prompt, 2, read_cache=False)
+        assert max(blind) < 1  # the 8 topics' tokens of the right state tie: only the cache tells them apart
+
+
+def test_puzzle18_a_trace_arrives_over_time_with_heavy_tailed_lengths():
+    spec = puzzle_file(P18, "spec.py")
+    trace = spec.make_trace(1)
+    arrivals = [q["arrival_s"] for q in trace]
+    assert len(trace) == spec.REQUESTS == 256 and arrivals[0] == 0 and arrivals == sorted(arrivals)
+    assert 0.3 < arrivals[-1] < 1.2  # 256 at 400 a second
+    outputs = sorted(q["max_new"] for q in trace)
+    assert 16 <= outputs[128] <= 64 and outputs[-1] >= 8 * outputs[128] and outputs[-1] <= spec.OUTPUT_MAX
+    for q in trace:  # a topic token, then states of that topic only
+        topic = q["prompt"][0]
+        assert topic < spec.TOPICS and 2 <= len(q["prompt"]) <= spec.PROMPT_MAX
+        assert all(divmod(t - spec.TOPICS, spec.STATES)[0] == topic for t in q["prompt"][1:])
+
+
+@pytest.mark.parametrize("server_file", P18_SERVERS)
+def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch, server_file):
+    from tutor.harness import serving
+
+    spec = puzzle_file(P18, "spec.py")
+    for name, value in (("REQUESTS", 12), ("RATE", 300.0), ("PROMPT_MAX", 40), ("OUTPUT_MAX", 24)):
+        monkeypatch.setattr(spec, name, value)  # the same draw, a CPU's share of it
+    module = puzzle_file(P18, server_file)
+    if hasattr(module, "CONTEXT"):
+        monkeypatch.setattr(module, "CONTEXT", 128)  # the cache a CPU's share too: 40 + 24 positions at most
+    server = module.server(module.prepare(spec.make_weights(2, "cpu"), "cpu"))
+    served = serving.replay(serving.trace_of(spec.make_trace(5)), server.submit, server.step, limit_s=300)
+    wrong = [s.request.rid for s in served if s.tokens != _chain(spec, list(s.request.prompt), s.request.max_new)]
+    assert not wrong and sum(len(s.tokens) for s in served) > 12
+
+
+@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", False), ("puzzle18", False)])
 def test_a_draft_passes_its_folder_checks_with_or_without_recordings(puzzle_id, recorded):
     checks = {c.name: c for c in static_checks(get_puzzle(puzzle_id, drafts=True))}
     assert puzzle_id not in all_puzzles() and checks["recordings"].status == ("ok" if recorded else "skipped")

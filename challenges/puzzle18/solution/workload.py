@@ -1,0 +1,89 @@
+"""Continuous batching: every step admits what has arrived into free slots and frees what has finished, so
+no request waits for another's last token and no slot decodes padding for long.
+
+The KV cache is one tensor of SLOTS rows; a step runs over the rows up to the highest one in use and the
+positions up to the longest sequence in them (free slots are refilled lowest first, so that stays tight).
+"""
+
+import math
+import time
+
+import torch
+
+SLOTS = 64  # requests decoded together at most
+CONTEXT = 4096  # the longest prompt plus output a slot holds
+HEADS, HEAD_DIM = 8, 64
+
+
+def prepare(weights: dict, device: str):
+    return {**weights, "device": device}
+
+
+def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                length: torch.Tensor) -> torch.Tensor:
+    """One decode step for a batch: each row's current token (its K and V are written at `length`), attention
+    over its cache, the MLP, and the greedy next token. keys/values [B, T, HEADS, HEAD_DIM]; length [B]."""
+    b = torch.arange(current.shape[0], device=current.device)
+    x = w["embed"][current]
+    keys[b, length] = (x @ w["wk"].T).view(-1, HEADS, HEAD_DIM)
+    values[b, length] = (x @ w["wv"].T).view(-1, HEADS, HEAD_DIM)
+    q = (x @ w["wq"].T).view(-1, HEADS, HEAD_DIM)
+    scores = torch.einsum("bhd,bthd->bht", q.float(), keys.float()) / math.sqrt(HEAD_DIM)
+    past = torch.arange(keys.shape[1], device=current.device)[None, :] <= length[:, None]  # padding masked
+    scores = scores.masked_fill(~past[:, None, :], float("-inf"))
+    attended = torch.einsum("bht,bthd->bhd", scores.softmax(-1), values.float()).reshape(x.shape[0], -1)
+    hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T + attended.to(x.dtype) @ w["wo"].T
+    return (hidden @ w["out"].T).argmax(-1)
+
+
+class ContinuousServer:
+    def __init__(self, state: dict):
+        self.w, self.device = state, state["device"]
+        self.queue: list[tuple[int, tuple[int, ...], int]] = []
+        self.keys = torch.zeros(SLOTS, CONTEXT, HEADS, HEAD_DIM, dtype=torch.bfloat16, device=self.device)
+        self.values = torch.zeros_like(self.keys)
+        self.rid: list[int | None] = [None] * SLOTS
+        self.left = [0] * SLOTS
+        self.length = torch.zeros(SLOTS, dtype=torch.long, device=self.device)
+        self.current = torch.zeros(SLOTS, dtype=torch.long, device=self.device)
+
+    def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
+        self.queue.append((rid, prompt, max_new))
+
+    def step(self) -> dict[int, list[int]]:
+        self._admit()
+        used = [i for i, r in enumerate(self.rid) if r is not None]
+        if not used:
+            return {}
+        rows = used[-1] + 1
+        span = int(self.length[:rows].max()) + 1
+        nxt = step_tokens(self.w, self.current[:rows], self.keys[:rows, :span], self.values[:rows, :span],
+                          self.length[:rows])
+        self.current[:rows] = nxt
+        self.length[torch.tensor(used, device=self.device)] += 1  # a free slot stays at 0 until it is refilled
+        tokens = nxt.tolist()
+        out = {}
+        for i in used:
+            out[self.rid[i]] = [tokens[i]]
+            self.left[i] -= 1
+            if self.left[i] == 0:
+                self.rid[i] = None
+                self.length[i] = 0
+        return out
+
+    def _admit(self) -> None:
+        while self.queue and None in self.rid:
+            slot = self.rid.index(None)
+            rid, prompt, max_new = self.queue.pop(0)
+            if len(prompt) + max_new > CONTEXT:
+                raise ValueError(f"request {rid} needs {len(prompt) + max_new} positions; a slot holds {CONTEXT}")
+            if len(prompt) > 1:  # prefill: the prompt but its last token into the slot's cache
+                x = self.w["embed"][torch.tensor(prompt[:-1], device=self.device)]
+                self.keys[slot, :len(prompt) - 1] = (x @ self.w["wk"].T).view(-1, HEADS, HEAD_DIM)
+                self.values[slot, :len(prompt) - 1] = (x @ self.w["wv"].T).view(-1, HEADS, HEAD_DIM)
+            self.rid[slot], self.left[slot] = rid, max_new
+            self.length[slot], self.current[slot] = len(prompt) - 1, prompt[-1]
+
+
+def server(state: dict) -> ContinuousServer:
+    return ContinuousServer(state)

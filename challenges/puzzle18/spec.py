@@ -1,0 +1,104 @@
+"""Inputs for puzzle18: a small decoder with a KV cache, and the traces of requests its servers replay.
+
+The model is built so that greedy tokens never hang on rounding, in any batch, padding or order of sums,
+and so that its KV cache matters. The vocabulary is 8 topic tokens and, for each topic, 511 state tokens. A
+request's prompt is a topic token and then states of that topic; each next token is the successor of the
+last state (a fixed map), in the prompt's topic:
+- the MLP reads a token's state alone and its output picks the successor's state: the output projection's
+  row for (successor of s, any topic) is the MLP's output for s, so that state leads any other by hundreds
+  in its logit (as puzzle4's chain does);
+- attention head 0 scores the topic token 40 above any other position (every query carries a constant that
+  only a topic token's key answers), so its softmax leaves e^-40 elsewhere, and its value adds 200 to the
+  logits of the prompt's topic: without the cache, all 8 topics tie.
+The other 7 heads are small random ones, so attention does real work over every position. make_trace draws
+a trace as a server meets it: Poisson arrivals, prompt and output lengths log-normal (most short, a few
+long).
+"""
+
+import math
+
+import torch
+
+TOPICS, STATES = 8, 511
+VOCAB = TOPICS + TOPICS * STATES  # 4096: a topic token for each of 8 topics, then (state, topic) pairs
+HIDDEN, FFN, HEADS, HEAD_DIM = 512, 2048, 8, 64
+GENERAL = HIDDEN - 16  # the dimensions the MLP reads and writes; the last 16 carry the topic
+ONE, TOPIC_KEY, GROUP = GENERAL, GENERAL + 1, GENERAL + 2  # GROUP .. GROUP + 7: which topic
+SHARPNESS = 40.0  # head 0's score for the topic token over any other: softmax leaves e^-40 elsewhere
+TOPIC_BONUS = 200.0  # the right topic's lead in the logits, once attention has found it
+# The next state after each state: fixed, so a trace can be drawn by hand; nothing secret.
+SUCCESSOR = torch.randperm(STATES, generator=torch.Generator().manual_seed(11))
+
+
+def token(state, topic):
+    """The token id of `state` (an int or a tensor of them) in `topic`."""
+    return TOPICS + topic * STATES + state
+
+
+def make_weights(seed: int, device: str) -> dict:
+    """The decoder's bf16 weights: embed [VOCAB, HIDDEN], w1/w2 (the MLP), wq/wk/wv/wo (attention), out."""
+    g = torch.Generator().manual_seed(seed)
+    base = torch.randn(STATES, GENERAL, generator=g)
+    embed = torch.zeros(VOCAB, HIDDEN)
+    for t in range(TOPICS):
+        embed[t, ONE] = embed[t, TOPIC_KEY] = embed[t, GROUP + t] = 1.0
+        embed[token(torch.arange(STATES), t), :GENERAL] = base
+    embed[TOPICS:, ONE] = 1.0
+    w1 = torch.zeros(FFN, HIDDEN)
+    w1[:, :GENERAL] = torch.randn(FFN, GENERAL, generator=g) * GENERAL**-0.5
+    w2 = torch.zeros(HIDDEN, FFN)
+    w2[:GENERAL] = torch.randn(GENERAL, FFN, generator=g) * FFN**-0.5 * 2
+    noise = 0.045  # the random heads' weights: their scores stay within a few units of 0
+    wq = torch.zeros(HEADS * HEAD_DIM, HIDDEN)
+    wk = torch.zeros(HEADS * HEAD_DIM, HIDDEN)
+    wv = torch.zeros(HEADS * HEAD_DIM, HIDDEN)
+    wq[:, :GENERAL] = torch.randn(HEADS * HEAD_DIM, GENERAL, generator=g) * noise
+    wk[:, :GENERAL] = torch.randn(HEADS * HEAD_DIM, GENERAL, generator=g) * noise
+    wv[HEAD_DIM:, :GENERAL] = torch.randn((HEADS - 1) * HEAD_DIM, GENERAL, generator=g) * noise
+    sharp = math.sqrt(SHARPNESS * math.sqrt(HEAD_DIM))
+    wq[0] = 0.0
+    wk[0] = 0.0
+    wq[0, ONE], wk[0, TOPIC_KEY] = sharp, sharp
+    wv[:TOPICS, GROUP:GROUP + TOPICS] = torch.eye(TOPICS)  # head 0's value: the topic token's one-hot
+    wo = torch.zeros(HIDDEN, HEADS * HEAD_DIM)
+    wo[GROUP:GROUP + TOPICS, :TOPICS] = torch.eye(TOPICS) * math.sqrt(TOPIC_BONUS)
+    wo[:GENERAL, HEAD_DIM:] = torch.randn(GENERAL, (HEADS - 1) * HEAD_DIM, generator=g) * 0.02
+    rows = successor_rows(embed[TOPICS:TOPICS + STATES], w1, w2)  # topic 0's tokens: the MLP ignores the topic
+    out = torch.randn(VOCAB, HIDDEN, generator=g) * 0.01  # topic tokens: never the answer
+    for t in range(TOPICS):
+        out[token(SUCCESSOR, t), :GENERAL] = rows[:, :GENERAL]  # token (succ(s), t) peaks on the MLP's output for s
+        out[token(torch.arange(STATES), t), GROUP + t] = math.sqrt(TOPIC_BONUS)
+    weights = {"embed": embed, "w1": w1, "w2": w2, "wq": wq, "wk": wk, "wv": wv, "wo": wo, "out": out}
+    return {k: v.to(torch.bfloat16).to(device) for k, v in weights.items()}
+
+
+def successor_rows(embed, w1, w2):
+    """Each state's MLP output as the bf16 step computes it, less the part every state shares, scaled to
+    sqrt(GENERAL): the output projection's row for its successor, so the MLP decides the state."""
+    bf16 = lambda t: t.to(torch.bfloat16).float()  # noqa: E731
+    mlp = torch.relu(bf16(embed) @ bf16(w1).T) @ bf16(w2).T
+    mlp = mlp - mlp.mean(0)
+    return mlp * (GENERAL**0.5 / mlp.norm(dim=1, keepdim=True))
+
+
+REQUESTS, RATE = 256, 400.0  # a trace: requests, and their mean arrival rate a second
+PROMPT_MEDIAN, PROMPT_MAX, OUTPUT_MEDIAN, OUTPUT_MAX = 48, 1024, 32, 1024
+_TRACE_STREAM = 1 << 40
+
+
+def make_trace(seed: int) -> list[dict]:
+    """Requests as they arrive (Poisson, RATE a second), each a topic's prompt and an output length; both
+    lengths heavy-tailed (log-normal: most short, a few near their maximum)."""
+    g = torch.Generator().manual_seed(_TRACE_STREAM + seed)
+    gaps = torch.empty(REQUESTS).exponential_(RATE, generator=g)
+    arrivals = torch.cumsum(gaps, 0) - gaps[0]
+    prompt = (PROMPT_MEDIAN * torch.exp(1.2 * torch.randn(REQUESTS, generator=g))).clamp(2, PROMPT_MAX).long()
+    output = (OUTPUT_MEDIAN * torch.exp(1.4 * torch.randn(REQUESTS, generator=g))).clamp(1, OUTPUT_MAX).long()
+    topics = torch.randint(TOPICS, (REQUESTS,), generator=g)
+    trace = []
+    for i in range(REQUESTS):
+        t = int(topics[i])
+        states = torch.randint(STATES, (int(prompt[i]) - 1,), generator=g)
+        trace.append({"rid": i, "arrival_s": float(arrivals[i]), "max_new": int(output[i]),
+                      "prompt": [t, *(token(int(s), t) for s in states)]})
+    return trace
