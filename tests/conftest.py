@@ -28,6 +28,18 @@ def puzzle_file(puzzle, relative: str):
     return load_module(puzzle.folder / relative, f"{puzzle.id}_{relative.replace('/', '_')}", ())
 
 
+def ptxas_kernel(tmp_path, puzzle, relative: str):
+    """The one kernel of a workload's KERNEL source as ptxas reports it for sm_90 (registers, spills, stack):
+    compiled here with nvcc, run nowhere."""
+    from tutor.profilers import ptxas
+
+    source = tmp_path / "kernel.cu"
+    source.write_text(puzzle_file(puzzle, relative).KERNEL)
+    [kernel] = ptxas.compile_report(source)
+    print(relative, kernel)
+    return kernel
+
+
 def relative_l2(got, expected) -> float:
     """‖got − expected‖ / ‖expected‖ in float64: the harness's correctness measure (tutor.harness.checks.compare)."""
     import torch

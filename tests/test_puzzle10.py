@@ -12,7 +12,7 @@ import shutil
 import pytest
 import torch
 
-from conftest import puzzle_file
+from conftest import ptxas_kernel, puzzle_file
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 from tutor.profilers import ncu
@@ -28,12 +28,7 @@ def module(relative: str):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
 @pytest.mark.parametrize("workload", KERNELS)
 def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workload):
-    from tutor.profilers import ptxas
-
-    source = tmp_path / "kernel.cu"
-    source.write_text(module(workload).KERNEL)
-    [kernel] = ptxas.compile_report(source)
-    print(workload, kernel)
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
 
 

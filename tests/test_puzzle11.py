@@ -11,9 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 from tutor.profilers import ncu
@@ -28,12 +27,7 @@ KERNELS = ["baseline.py", "solution/workload.py", "alternatives/columns_across_l
 def test_every_kernel_compiles_for_the_h100_alike_and_spills_nothing(tmp_path, workload):
     """The styles differ in where a warp's shared loads land, not in registers or spills: ptxas sees the same
     kernel, and only Nsight Compute on the GPU can tell them apart."""
-    from tutor.profilers import ptxas
-
-    source = tmp_path / "kernel.cu"
-    source.write_text(puzzle_file(PUZZLE, workload).KERNEL)
-    [kernel] = ptxas.compile_report(source)
-    print(workload, kernel)
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     assert kernel.spill_store_bytes == 0 and kernel.registers <= 32  # 1024 threads a block: 64 registers at most
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file
+from conftest import ptxas_kernel, puzzle_file
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle12")
@@ -21,12 +21,7 @@ PUZZLE = get_puzzle("puzzle12")
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
 @pytest.mark.parametrize("workload", ["baseline.py", "solution/workload.py"])
 def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workload):
-    from tutor.profilers import ptxas
-
-    source = tmp_path / "kernel.cu"
-    source.write_text(puzzle_file(PUZZLE, workload).KERNEL)
-    [kernel] = ptxas.compile_report(source)
-    print(workload, kernel)
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle14")
@@ -30,12 +30,7 @@ def _calibrated(weights: dict, scores: torch.Tensor, tenant: torch.Tensor) -> to
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
 @pytest.mark.parametrize("workload", KERNELS)
 def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workload):
-    from tutor.profilers import ptxas
-
-    source = tmp_path / "kernel.cu"
-    source.write_text(puzzle_file(PUZZLE, workload).KERNEL)
-    [kernel] = ptxas.compile_report(source)
-    print(workload, kernel)
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle15")
@@ -28,13 +28,8 @@ def test_every_kernel_holds_an_sm_alone_and_spills_nothing(tmp_path, workload):
     133 KB of shared memory (an H100 SM has 228 KB), so the grid's waves are its blocks over 132."""
     import re
 
-    from tutor.profilers import ptxas
-
     module = puzzle_file(PUZZLE, workload)
-    source = tmp_path / "kernel.cu"
-    source.write_text(module.KERNEL)
-    [kernel] = ptxas.compile_report(source)
-    print(workload, kernel)
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     assert kernel.spill_store_bytes == 0 and 32 < kernel.registers <= 64  # 64 x 1024 = the whole file
     t, slab = (int(re.search(rf"\b{name} = (\d+)", module.KERNEL).group(1)) for name in ("T", "SLAB"))
     assert 228 * 1024 // 2 < (t * (slab + 1) + slab * (t + 1)) * 4 <= 227 * 1024

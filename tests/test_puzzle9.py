@@ -11,9 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 from tutor.profilers import ncu
@@ -26,12 +25,7 @@ KERNELS = {"baseline.py": True, "solution/workload.py": False, "alternatives/spl
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
 @pytest.mark.parametrize("workload, spills", KERNELS.items())
 def test_ptxas_finds_the_baselines_spills_and_none_in_the_fixes(tmp_path, workload, spills):
-    from tutor.profilers import ptxas
-
-    source = tmp_path / "kernel.cu"
-    source.write_text(puzzle_file(PUZZLE, workload).KERNEL)
-    [kernel] = ptxas.compile_report(source)
-    print(workload, kernel)
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     assert (kernel.spill_store_bytes > 0) == spills and kernel.registers <= 255
     if workload != "solution/workload.py":  # the baseline's bounds, kept by the split: 65536 / (256 x 8)
         assert kernel.registers <= 32
@@ -81,11 +75,7 @@ def test_every_style_computes_the_projection(workload):
 def test_ptxas_here_counts_the_registers_nsight_compute_saw_on_the_h100(tmp_path, workload, recorded):
     """The CPU's evidence is the hardware's: ptxas's count for sm_90 is what ran (ncu, recorded on the H100,
     benchmarks/measure_draft.py), and the register file then caps the blocks an SM holds at 8 or 5."""
-    from tutor.profilers import ptxas
-
-    source = tmp_path / "kernel.cu"
-    source.write_text(puzzle_file(PUZZLE, workload).KERNEL)
-    [kernel] = ptxas.compile_report(source)
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     seen = ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv").values
     assert seen["ncu.registers_per_thread"] == kernel.registers
     assert seen["ncu.occupancy_limit_registers"] == 65536 // (kernel.registers * 256)

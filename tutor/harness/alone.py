@@ -188,6 +188,7 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
 
     from tutor.harness import serving
     from tutor.harness.torch_profile import profiled
+    from tutor.harness.worker import host_tokens
     from tutor.protocol import TORCH_ITER_RANGE
 
     name, limit_s = request["profile"]["workload"], request["serving"]["limit_s"]
@@ -199,8 +200,8 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
 
         def step():
             with record_function(TORCH_ITER_RANGE) if ranged else contextlib.nullcontext():
-                produced = call_workload(f"{name}'s server.step()", server.step)
-            steps.append(sum(len(t) for t in produced.values()) if isinstance(produced, dict) else 0)
+                produced = host_tokens(call_workload(f"{name}'s server.step()", server.step), f"{name}'s server.step()")
+            steps.append(sum(len(t) for t in produced.values()))
             return produced
 
         submit = lambda rid, prompt, max_new: call_workload(  # noqa: E731

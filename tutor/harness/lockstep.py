@@ -230,9 +230,14 @@ def _fork_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tupl
 
 
 def check_and_time(request: dict, sink: EventSink) -> dict:
+    return with_sides(request, sink, _check_and_time)
+
+
+def with_sides(request: dict, sink: EventSink, body) -> dict:
+    """`body(request, sink, ruler, learner)` with both sides forked; the learner's side killed after, come what may."""
     ruler, learner = start(request, sink)
     try:
-        return _check_and_time(request, sink, ruler, learner)
+        return body(request, sink, ruler, learner)
     finally:
         processes.kill_all(learner.pid, learner.trusted)
         ruler.close()

@@ -16,22 +16,17 @@ import secrets
 from contextlib import nullcontext
 from pathlib import Path
 
-from tutor.harness import processes, serving
+from tutor.harness import serving
 from tutor.harness.events import EventSink
 from tutor.harness.loading import call_workload, load_module
-from tutor.harness.lockstep import WHO, Candidate, Side, start
+from tutor.harness.lockstep import WHO, Candidate, Side, with_sides
 
 _order = random.SystemRandom()
 MISMATCHES_SHOWN = 3  # requests whose tokens differ, named in the result; the count is always whole
 
 
 def serve_and_compare(request: dict, sink: EventSink) -> dict:
-    ruler, learner = start(request, sink)
-    try:
-        return _serve_and_compare(request, sink, ruler, learner)
-    finally:
-        processes.kill_all(learner.pid, learner.trusted)
-        ruler.close()
+    return with_sides(request, sink, _serve_and_compare)
 
 
 def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Candidate) -> dict:
