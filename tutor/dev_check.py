@@ -181,12 +181,13 @@ def run_checks(puzzle: Puzzle, on_stage: Callable[[str], None] = lambda _: None)
         got = verdict.tier if verdict.passed else ""
         want = "" if expected == NO_TIER else expected
         passed = (not verdict.passed) if which == "baseline" else got == want and (verdict.passed or want == "")
-        yield Check(name, "ok" if passed else "failed", f"tier {got or 'none'}, {_speedup(verdict)}")
+        yield Check(name, "ok" if passed else "failed", f"tier {got or 'none'}, {_speedup(verdict, puzzle)}")
 
 
-def _speedup(verdict) -> str:
+def _speedup(verdict, puzzle: Puzzle) -> str:
     first = next(iter(verdict.speedups.values()), None)
-    return f"{first['median']:.2f}x (lower {first['low']:.2f}x) a call" if first else "no speed-up"
+    unit = "tokens a second" if puzzle.serving else "a call"  # a serving grade's ratio is its throughput's
+    return f"{first['median']:.2f}x (lower {first['low']:.2f}x) {unit}" if first else "no speed-up"
 
 
 def check_puzzle(puzzle: Puzzle, run: bool = True, on_stage: Callable[[str], None] = lambda _: None) -> list[Check]:
