@@ -128,3 +128,12 @@ def test_a_serving_tier_on_another_clock_is_refused(tmp_path):
     (folder / "puzzle.toml").write_text(PUZZLE_TOML.split("[serving]")[0] + PUZZLE_TOML.split("max_latency_ratio = 100.0")[1])
     with pytest.raises(TutorError, match=r"'throughput' needs a \[serving\] section"):
         load_puzzle(folder)
+
+
+def test_a_serving_puzzles_brief_says_how_a_replay_is_graded(toy):
+    from tutor.brief import grading_markdown
+
+    text = grading_markdown(toy)
+    assert "exactly the tokens" in text and "p99 latency ratio stays within 100x" in text
+    assert "relative L2" not in text and "Physical floor" not in text and "tokens a second" in text
+

@@ -25,20 +25,37 @@ FLOOR_LINE = """\
 """
 
 
+def correctness_line(p: Puzzle) -> str:
+    if p.serving:  # tutor.harness.serving_rounds
+        return ("- **Correctness** — every request of every replay gets exactly the tokens that\n"
+                f"  `{p.correctness.oracle}`'s server gives it in the same pair of replays.\n")
+    return (f"- **Correctness** — your output stays within relative L2 error {p.correctness.max_rel_l2:g} of\n"
+            f"  `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.\n")
+
+
+def speed_line(p: Puzzle) -> str:
+    if p.serving:
+        return (f"- **Speed** — your server and `{p.tiers[0].vs}`'s replay a trace of requests in\n"
+                f"  {p.serving.replays} pairs; the harness submits each request at its arrival time and stamps\n"
+                "  every token. A tier counts when the lower end of the 95% interval of your throughput ratio\n"
+                "  clears it and the upper end of your p99 latency ratio stays within "
+                f"{p.serving.max_latency_ratio:g}x:\n")
+    return "- **Speed** — a tier counts when the lower end of the 95% interval of your speed-up clears it:\n"
+
+
 def grading_markdown(p: Puzzle) -> str:
-    floor = FLOOR_LINE if p.hardware.device == "cuda" else ""
+    # A serving grade has no floor yet (tutor.dev_check says so).
+    floor = FLOOR_LINE if p.hardware.device == "cuda" and not p.serving else ""
     elsewhere = f"\n**On other GPUs**: {p.hardware.elsewhere}\n" if p.hardware.elsewhere else ""
     tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
     clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))
     return f"""\
 ## How it is graded
 
-- **Correctness** — your output stays within relative L2 error {p.correctness.max_rel_l2:g} of
-  `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.
+{correctness_line(p)}\
 - **Diagnosis** — `answer.toml` names the bottleneck and cites at least {p.diagnosis.min_evidence}
   number(s) from your own latest **baseline** profile (within 10%).
-{floor}- **Speed** — a tier counts when the lower end of the 95% interval of your speed-up clears it:
-
+{floor}{speed_line(p)}
 | tier | speed-up | measured against | on |
 |---|---|---|---|
 {tiers}
