@@ -20,8 +20,7 @@ H100_L2 = 50 * 2**20
 # TFLOP/s; its host link PCIe 5.0 x16, 64 GB/s a direction), above anything a probe measures.
 H100_DATASHEET = {"hbm_read_gbps": 3350.0, "bf16_tflops": 989.0, "h2d_gbps": 64.0, "gpu": "NVIDIA H100 80GB HBM3",
                   "runs": 1}
-# A serving puzzle's grade has no floor yet (tutor.dev_check says so): its server is replayed, not timed a call.
-GPU_PUZZLES = [p.id for p in all_puzzles(drafts=True).values() if p.hardware.device == "cuda" and not p.serving]
+GPU_PUZZLES = [p.id for p in all_puzzles(drafts=True).values() if p.floor_checked]
 GRADED_2026_11_25 = ("puzzle1", "puzzle2", "puzzle3")  # the puzzles tests/fixtures/h100_grades_2026-11-25.json holds
 
 

@@ -44,8 +44,7 @@ def speed_line(p: Puzzle) -> str:
 
 
 def grading_markdown(p: Puzzle) -> str:
-    # A serving grade has no floor yet (tutor.dev_check says so).
-    floor = FLOOR_LINE if p.hardware.device == "cuda" and not p.serving else ""
+    floor = FLOOR_LINE if p.floor_checked else ""
     elsewhere = f"\n**On other GPUs**: {p.hardware.elsewhere}\n" if p.hardware.elsewhere else ""
     tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
     clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))

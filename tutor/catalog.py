@@ -154,6 +154,12 @@ class Puzzle:
         return self.folder / "recordings"
 
     @property
+    def floor_checked(self) -> bool:
+        """A GPU puzzle's calls are held to the physical floor (tutor.grading.floor); a serving puzzle's replays
+        have none yet (issue 18)."""
+        return self.hardware.device == "cuda" and not self.serving
+
+    @property
     def recorded_baseline(self) -> Path:
         """The baseline's PyTorch profile in recordings/: there once the puzzle was measured on its machine."""
         return self.recordings_dir / RECORDED_BASELINE[self.hardware.device]
@@ -226,15 +232,14 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
     call_only = (" (a CPU puzzle has one clock)" if p.hardware.device != "cuda" else
                  " (a multi-GPU puzzle is timed by its slowest rank's calls: a collective's GPU time includes its"
                  " wait for the other ranks)" if p.hardware.gpus > 1 else "")
-    for t in p.tiers:
-        if p.serving and t.clock != "throughput":
+    allowed = {"throughput"} if p.serving else {"call"} if call_only else {"call", "gpu"}
+    for t in (t for t in p.tiers if t.clock not in allowed):
+        if p.serving:
             raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': a serving puzzle's tiers are "
                              "on 'throughput'", "Fix the puzzle metadata.")
-        if not p.serving and (t.clock not in CLOCKS or t.clock == "throughput" or (t.clock == "gpu" and call_only)):
-            raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': use 'call'"
-                             + (call_only or " or 'gpu'") + ("" if t.clock != "throughput" else
-                                                            " ('throughput' needs a [serving] section)"),
-                             "Fix the puzzle metadata.")
+        needs = " ('throughput' needs a [serving] section)" if t.clock == "throughput" else ""
+        raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': use 'call'"
+                         + (call_only or " or 'gpu'") + needs, "Fix the puzzle metadata.")
     tiers = {t.name for t in p.tiers}
     for name, tier in p.alternatives.items():
         if not p.alternative_path(name).is_file():

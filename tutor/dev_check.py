@@ -79,10 +79,10 @@ def static_checks(puzzle: Puzzle) -> Iterator[Check]:
         _ok("bottlenecks", ", ".join(puzzle.diagnosis.accepted))
     yield from _reference_diagnosis(puzzle)
     yield from _notes(puzzle)
-    if puzzle.serving:  # what a server's replay can be held to is not built yet (the puzzle's MEASUREMENTS.md)
-        yield Check("floor", "skipped", "a serving puzzle: no floor for a replay yet (issue 18)")
-    elif puzzle.hardware.device == "cuda":
+    if puzzle.floor_checked:
         yield _floor(puzzle)
+    elif puzzle.serving:  # what a server's replay can be held to is not built yet (the puzzle's MEASUREMENTS.md)
+        yield Check("floor", "skipped", "a serving puzzle: no floor for a replay yet (issue 18)")
 
 
 def least_work(puzzle: Puzzle, l2_bytes: int = 50 * 2**20) -> dict:

@@ -19,7 +19,7 @@ def run_alone(request: dict, sink: EventSink) -> dict:
     """Profile, kernels, timeline and memory modes: one workload, in this process."""
     from tutor.harness.compile_report import CompileWatch
     from tutor.harness.memory_facts import CaptureCounter, memory_facts
-    from tutor.harness.worker import SERVING_SPEC_API, SERVING_WORKLOAD_API, SPEC_API, WORKLOAD_API, setup
+    from tutor.harness.worker import apis, setup
 
     [name] = request["prepare"]
     role = "candidate" if name == request.get("candidate") else "ruler"
@@ -37,8 +37,9 @@ def run_alone(request: dict, sink: EventSink) -> dict:
         raise HarnessFailure("bad_request", f"{request['mode']} needs a workload called call by call, and this "
                              "puzzle's is a server replayed against a trace of requests: profile it with the "
                              "PyTorch profiler (not built yet for the others, issue 18)")
-    spec = load_module(Path(request["spec"]), "spec", SERVING_SPEC_API if serves else SPEC_API)
-    module = load_module(Path(request["workloads"][name]), name, SERVING_WORKLOAD_API if serves else WORKLOAD_API)
+    spec_api, workload_api = apis(request)
+    spec = load_module(Path(request["spec"]), "spec", spec_api)
+    module = load_module(Path(request["workloads"][name]), name, workload_api)
     recording = request["mode"] == "allocations"
     if recording and not device.cuda:
         raise HarnessFailure("no_gpu", "the memory profiler reads the CUDA allocator: it needs a CUDA GPU")
@@ -188,7 +189,7 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
 
     from tutor.harness import serving
     from tutor.harness.torch_profile import profiled
-    from tutor.harness.worker import host_tokens
+    from tutor.harness.worker import step_tokens
     from tutor.protocol import TORCH_ITER_RANGE
 
     name, limit_s = request["profile"]["workload"], request["serving"]["limit_s"]
@@ -200,7 +201,7 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
 
         def step():
             with record_function(TORCH_ITER_RANGE) if ranged else contextlib.nullcontext():
-                produced = host_tokens(call_workload(f"{name}'s server.step()", server.step), f"{name}'s server.step()")
+                produced = step_tokens(name, server)
             steps.append(sum(len(t) for t in produced.values()))
             return produced
 

@@ -39,6 +39,18 @@ SERVING_WORKLOAD_API = ("prepare", "server")
 SERVING_SPEC_API = ("make_weights", "make_trace")
 
 
+def apis(request: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the spec and each workload must define for this request: a serving puzzle's (a request with
+    "serving", grade or profile alike) or a forward() puzzle's."""
+    return (SERVING_SPEC_API, SERVING_WORKLOAD_API) if "serving" in request else (SPEC_API, WORKLOAD_API)
+
+
+def step_tokens(name: str, server) -> dict[int, list[int]]:
+    """One step of `name`'s server, its tokens as host integers: in a grade's worker and in a profile alike."""
+    where = f"{name}'s server.step()"
+    return host_tokens(call_workload(where, server.step), where)
+
+
 def setup(request: dict, timing: bool, role: str) -> Device:
     """What every workload process does before it loads any workload: its device, clocks, seeds and caches."""
     use_compile_caches(request, role)
@@ -97,8 +109,9 @@ class Worker:
         self.compiled = CompileWatch() if candidate else None
         # Before learner code: from here on it cannot open the reference solution or the progress db.
         self.guard = Guard(request.get("protected", {})) if candidate else None
-        self.serving = "serving" in request  # a serving puzzle's request (grade or profile) carries its settings
-        self.spec = load_module(Path(request["spec"]), "spec", SERVING_SPEC_API if self.serving else SPEC_API)
+        self.serving = "serving" in request
+        self.spec_api, self.workload_api = apis(request)
+        self.spec = load_module(Path(request["spec"]), "spec", self.spec_api)
         self.modules, self.states, self.resident, self.servers = {}, {}, {}, {}
         self.samples: dict[str, list[float]] = {name: [] for name in names if name in request["time"]}
         self.side: SideWork | None = None
@@ -112,8 +125,7 @@ class Worker:
     def prepare(self, name: str) -> dict:
         if name == self.candidate:
             self.guard.freeze(*self._namespaces())
-        self.modules[name] = load_module(Path(self.request["workloads"][name]), name,
-                                         SERVING_WORKLOAD_API if self.serving else WORKLOAD_API)
+        self.modules[name] = load_module(Path(self.request["workloads"][name]), name, self.workload_api)
         master = self._master_weights()  # made before the count starts: no workload's to keep
         before = self.device.allocated_bytes()
         weights = own_copy(master)
@@ -201,8 +213,7 @@ class Worker:
 
     def step(self, name: str) -> dict:
         """One scheduling step: the tokens it produced, as host integers (the coordinator stamps them on arrival)."""
-        produced = call_workload(f"{name}'s server.step()", self.servers[name].step)
-        return {"tokens": host_tokens(produced, f"{name}'s server.step()")}
+        return {"tokens": step_tokens(name, self.servers[name])}
 
     def close_server(self, name: str) -> dict:
         del self.servers[name]
