@@ -99,6 +99,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_extension_builds(tmp_path_factory):
+    """The gpu tests' load_inline builds in a folder of this session's: a run killed mid-build elsewhere can
+    leave a lock in the default ~/.cache/torch_extensions on which every later build waits forever."""
+    import os
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(tmp_path_factory.mktemp("torch_extensions")))
+
+
 @pytest.fixture(autouse=True)
 def isolated_config(tmp_path, monkeypatch, warm_runtime):
     """Keep the remembered-workspace file and $INFPROF_WORKSPACE out of the developer's home."""

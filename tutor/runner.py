@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from tutor import build_locks
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, death_words, decode
 from tutor.warm import WarmHarness, WarmProcess, harness_environment, warm_mode
@@ -112,6 +113,8 @@ class HarnessRun:
 
     def _spawn(self) -> int:
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        build_locks.clear_stale(self.request.get("caches", {}))
+        self._started = time.time() - 1.0  # a second early: a file's mtime may round below time.time()
         request_path = self.run_dir / "request.json"
         # Whole or absent, for whoever reads the run folder while the run starts (the TUI, a test).
         partial = request_path.with_suffix(".json.partial")
@@ -178,6 +181,8 @@ class HarnessRun:
                     else:
                         yield event
         returncode = self._proc.wait()
+        if timed_out or returncode != 0:  # stopped or died, maybe mid-build: its locks would hang the next run
+            build_locks.clear_left_by_run(self.request.get("caches", {}), self._started)
         self._raise_if_failed(returncode, error, timed_out)
 
     def _parse(self, line: bytes) -> dict | None:
