@@ -186,6 +186,23 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
         {w: len(t) for w, t in tiers.items()}
 
 
+def test_every_puzzle_graded_on_an_h200_was_graded_on_an_h100_too():
+    """The H200 has the H100's SMs and L2 but faster HBM, so its grades cannot stand alone: every style of a
+    puzzle measured there has grades on the card the puzzle is for, the reference five of them."""
+    fixtures = sorted((Path(__file__).parent / "fixtures").glob("h[12]00_grades_puzzle*_*.json"))
+    on = {card: {(g["puzzle"], g["which"]) for path in fixtures if path.name.startswith(card)
+                 for g in json.loads(path.read_text())} for card in ("h100", "h200")}
+    assert on["h200"] and on["h200"] <= on["h100"], sorted(on["h200"] - on["h100"])
+    for puzzle_id in {puzzle for puzzle, _ in on["h200"]}:
+        h100_references = [g for path in fixtures if path.name.startswith(f"h100_grades_{puzzle_id}_")
+                           for g in json.loads(path.read_text()) if g["which"] == "reference"]
+        assert len(h100_references) >= 5 or puzzle_id in FEWER_H100_REFERENCE_GRADES, puzzle_id
+
+
+# Graded on an H100 fewer than five times (the device time a session has; MEASUREMENTS.md says so).
+FEWER_H100_REFERENCE_GRADES = {"puzzle9", "puzzle12", "puzzle15"}
+
+
 def test_puzzle4s_eager_fix_was_graded_at_the_rounds_it_has_today():
     """At 40 rounds its lower bound fell to 1.01x once (MEASUREMENTS.md), why the rounds went up to 200."""
     assert {g["rounds"] for g in MEASURED_GRADES["puzzle4"] if g["which"] == "alternatives/check_every_chunk"} == \
