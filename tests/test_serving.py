@@ -207,3 +207,43 @@ def test_more_tokens_bought_with_longer_waits_earn_nothing():
     steady = serving_estimates([pair(100, 160 + i, 1.0, 0.9 + i / 100) for i in range(8)])
     assert serving_tier(BARS, steady) == "silver" and "within the limit" in latency_line(steady)
     assert serving_tier(BARS, steady, max_latency_ratio=0.9) == ""
+
+
+def test_a_serving_profile_records_a_window_of_steps_well_inside_any_replay():
+    from tutor.harness.serving import PROFILED_STEPS, profiled_window
+
+    def trace(*lengths):
+        return [Request(i, 0.0, (1,), n) for i, n in enumerate(lengths)]
+
+    # A replay takes at least its longest request's steps: the window opens a quarter of the way in.
+    assert profiled_window(trace(3, 40, 7)) == (10, PROFILED_STEPS)
+    assert profiled_window(trace(256, 12)) == (64, PROFILED_STEPS)
+    assert profiled_window(trace(5000)) == (100, PROFILED_STEPS)  # never later than step 100
+    assert profiled_window(trace(1, 2)) == (1, PROFILED_STEPS)  # from the second step: the first warms up
+
+
+def test_a_profiled_window_records_only_its_steps(tmp_path):
+    """For real on the CPU: 20 steps under the profiler with a window of steps 5 to 8 leave 3 iterations in
+    the trace; a window the steps never reach is said, not a trace with nothing in it."""
+    import json
+
+    import torch
+    from torch.profiler import record_function
+
+    from tutor.harness.torch_profile import WindowNeverOpened, profiled
+    from tutor.protocol import TORCH_ITER_RANGE
+
+    def steps(count: int, profiling) -> None:
+        for _ in range(count):
+            with record_function(TORCH_ITER_RANGE):
+                torch.ones(8).sum()
+            profiling.step()
+
+    with profiled(tmp_path / "trace.json", (5, 3)) as profiling:
+        steps(20, profiling)
+    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    assert sum(e.get("name") == TORCH_ITER_RANGE for e in events) == 3
+    with pytest.raises(WindowNeverOpened):
+        with profiled(tmp_path / "never.json", (50, 3)) as profiling:
+            steps(20, profiling)
+    assert not (tmp_path / "never.json").exists()

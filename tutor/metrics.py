@@ -14,7 +14,7 @@ from pathlib import Path
 # Names a learner can cite, with what they mean. Backends may add more
 # (e.g. per-category shares) following the same patterns.
 METRIC_DOCS: dict[str, str] = {
-    "iterations": "forward() calls inside the profiled window",
+    "iterations": "forward() calls inside the profiled window (a serving puzzle's: server steps)",
     "cpu.time_per_iter_us": "host wall time of one forward() call",
     "cpu.ops_per_iter": "aten operator calls per forward() (dispatcher round-trips)",
     "cpu.allocs_per_iter": "host or device allocations per forward()",
@@ -102,8 +102,9 @@ METRIC_DOCS: dict[str, str] = {
     "ncu.global_load_sectors_per_request": "top kernel: sectors per global load request; 4 when a warp loads 32 neighbouring floats, 32 at worst",
     "ncu.global_store_sectors_per_request": "top kernel: sectors per global store request; 4 when a warp stores 32 neighbouring floats, 32 at worst",
     "ncu.stall.<reason>": "top kernel: cycles per issued instruction warps spent stalled on <reason>",
-    # A server's profiled replay (serving puzzles; tutor.harness.serving): from the harness's own stamps, each
-    # step() one iteration of the trace's per-iteration metrics.
+    # A server's profiled replay (serving puzzles; tutor.harness.serving): from the harness's own stamps over
+    # the whole replay. The trace holds a window of its steps (serving.profiled_window: up to 300, from a
+    # quarter of the way into its longest request), each step() one iteration of the per-iteration metrics.
     "serving.requests": "requests in the profiled replay's trace",
     "serving.tokens": "tokens the server returned over the replay",
     "serving.makespan_s": "seconds from the first request's arrival to the last token",

@@ -188,20 +188,20 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
     from torch.profiler import record_function
 
     from tutor.harness import serving
-    from tutor.harness.torch_profile import profiled
+    from tutor.harness.torch_profile import WindowNeverOpened, profiled
     from tutor.harness.worker import step_tokens
     from tutor.protocol import TORCH_ITER_RANGE
 
     name, limit_s = request["profile"]["workload"], request["serving"]["limit_s"]
     steps = []
 
-    def replay(seed: int, ranged: bool) -> list:
-        trace = serving.trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
+    def replay(trace: list, after_step=lambda: None) -> list:
         server = call_workload(f"{name}.server()", module.server, state)
 
         def step():
-            with record_function(TORCH_ITER_RANGE) if ranged else contextlib.nullcontext():
+            with record_function(TORCH_ITER_RANGE):
                 produced = step_tokens(name, server)
+            after_step()
             steps.append(sum(len(t) for t in produced.values()))
             return produced
 
@@ -209,15 +209,28 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
             f"{name}'s server.submit()", server.submit, rid, prompt, max_new)
         return serving.replay(trace, submit, step, limit_s)
 
+    def trace_of(seed: int) -> list:
+        return serving.trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
+
     sink.stage("warmup", f"{name}: one replay of a trace, unprofiled")
-    replay(request["seed"] + 7, ranged=False)
+    replay(trace_of(request["seed"] + 7))
     steps.clear()
-    sink.stage("profiling", f"{name}: one replay of a trace, each step an iteration")
+    trace = trace_of(request["seed"] + 1)
+    window = serving.profiled_window(trace)
+    sink.stage("profiling", f"{name}: one replay of a trace, steps {window[0]} to {sum(window)} under the profiler")
     trace_path = Path(request["profile"]["trace_path"])
-    with profiled(trace_path) as memory:
-        served = replay(request["seed"] + 1, ranged=True)
-    figures = serving.figures(served)
+    try:
+        with profiled(trace_path, window) as profiling:
+            served = replay(trace, profiling.step)
+        opened = len(steps) > window[0]
+    except WindowNeverOpened:
+        opened = False
+    if not opened:  # a trace with no step in it: say why instead
+        raise HarnessFailure("workload_error", f"{name}'s server served the whole trace in {len(steps)} steps, "
+                             f"by step {window[0]}, where its profile starts: it gives a request more than one "
+                             "token a step. A serving profile expects a token a step.")
+    figures = serving.figures(served)  # the whole replay's, the window's kernels aside
     busy = [n for n in steps if n]
     figures["tokens_per_step"] = sum(busy) / len(busy) if busy else 0.0  # requests served a step, while serving
-    return {"trace_path": str(trace_path), "memory": memory, "workload": name, "serving": figures}
+    return {"trace_path": str(trace_path), "memory": profiling.memory, "workload": name, "serving": figures}
 

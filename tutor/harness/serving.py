@@ -113,6 +113,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
+# The steps of a replay a serving profile records: enough for its per-step figures, a trace of a few MB.
+PROFILED_STEPS = 300
+
+
+def profiled_window(trace: list[Request]) -> tuple[int, int]:
+    """(skip, active): the steps of a replay of `trace` that the profiler records. A replay takes at least as
+    many steps as its longest request has tokens (a token a step): the window opens a quarter of the way into
+    those, past the first prefills, and well before the last step."""
+    longest = max((request.max_new for request in trace), default=4)
+    return max(1, min(longest // 4, 100)), PROFILED_STEPS
+
+
 def figures(served: list[Served]) -> dict[str, float]:
     """What a replay shows: tokens a second over the replay, and latency, waiting by percentile."""
     first = min(s.request.arrival_s for s in served)
