@@ -201,12 +201,13 @@ P18_SERVERS = ["baseline.py", "solution/workload.py", "alternatives/small_static
                "alternatives/larger_static_batches.py", "alternatives/continuous_full_slots.py"]
 
 
-def _chain(spec, prompt: list[int], max_new: int) -> list[int]:
-    """The tokens every server must give: the successors of the prompt's last state, in its topic."""
+def _chain(spec, seed: int, prompt: list[int], max_new: int) -> list[int]:
+    """The tokens every server must give with the weights of `seed`: the successors of the prompt's last state,
+    in its topic."""
     topic, state = divmod(prompt[-1] - spec.TOPICS, spec.STATES)
-    tokens = []
+    following, tokens = spec.successor(seed), []
     for _ in range(max_new):
-        state = int(spec.SUCCESSOR[state])
+        state = int(following[state])
         tokens.append(spec.token(state, topic))
     return tokens
 
@@ -240,7 +241,8 @@ def test_puzzle18_greedy_tokens_follow_the_chain_by_a_wide_margin_and_need_the_c
         length = int(torch.randint(1, 60, (1,), generator=g))
         prompt = [topic, *(spec.token(int(s), topic) for s in torch.randint(spec.STATES, (length,), generator=g))]
         tokens, leads = _decode_alone(spec, w, prompt, 8)
-        assert tokens == _chain(spec, prompt, 8) and min(leads) > 150, (topic, leads)
+        assert tokens == _chain(spec, 1, prompt, 8) and min(leads) > 150, (topic, leads)
+        assert tokens != _chain(spec, 4, prompt, 8)  # another grade's weights, another chain
         _, blind = _decode_alone(spec, w, prompt, 2, read_cache=False)
         assert max(blind) < 1  # the 8 topics' tokens of the right state tie: only the cache tells them apart
 
@@ -271,7 +273,8 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
         monkeypatch.setattr(module, "CONTEXT", 128)  # the cache a CPU's share too: 40 + 24 positions at most
     server = module.server(module.prepare(spec.make_weights(2, "cpu"), "cpu"))
     served = serving.replay(serving.trace_of(spec.make_trace(5)), server.submit, server.step, limit_s=300)
-    wrong = [s.request.rid for s in served if s.tokens != _chain(spec, list(s.request.prompt), s.request.max_new)]
+    chains = {s.request.rid: _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served}
+    wrong = [s.request.rid for s in served if s.tokens != chains[s.request.rid]]
     assert not wrong and sum(len(s.tokens) for s in served) > 12
 
 

@@ -3,7 +3,8 @@
 The model is built so that greedy tokens never hang on rounding, in any batch, padding or order of sums,
 and so that its KV cache matters. The vocabulary is 8 topic tokens and, for each topic, 511 state tokens. A
 request's prompt is a topic token and then states of that topic; each next token is the successor of the
-last state (a fixed map), in the prompt's topic:
+last state, in the prompt's topic (a map drawn with the weights: a grade's chain is its own, and only the
+model says what it is):
 - the MLP reads a token's state alone and its output picks the successor's state: the output projection's
   row for (successor of s, any topic) is the MLP's output for s, so that state leads any other by hundreds
   in its logit (as puzzle4's chain does);
@@ -26,8 +27,12 @@ GENERAL = HIDDEN - 16  # the dimensions the MLP reads and writes; the last 16 ca
 ONE, TOPIC_KEY, GROUP = GENERAL, GENERAL + 1, GENERAL + 2  # GROUP .. GROUP + 7: which topic
 SHARPNESS = 40.0  # head 0's score for the topic token over any other: softmax leaves e^-40 elsewhere
 TOPIC_BONUS = 200.0  # the right topic's lead in the logits, once attention has found it
-# The next state after each state: fixed, so a trace can be drawn by hand; nothing secret.
-SUCCESSOR = torch.randperm(STATES, generator=torch.Generator().manual_seed(11))
+_SUCCESSOR_STREAM = 1 << 30
+
+
+def successor(seed: int) -> torch.Tensor:
+    """The next state after each state, for the weights of `seed` (make_weights builds them to say it)."""
+    return torch.randperm(STATES, generator=torch.Generator().manual_seed(_SUCCESSOR_STREAM + seed))
 
 
 def token(state, topic):
@@ -64,9 +69,10 @@ def make_weights(seed: int, device: str) -> dict:
     wo[GROUP:GROUP + TOPICS, :TOPICS] = torch.eye(TOPICS) * math.sqrt(TOPIC_BONUS)
     wo[:GENERAL, HEAD_DIM:] = torch.randn(GENERAL, (HEADS - 1) * HEAD_DIM, generator=g) * 0.02
     rows = successor_rows(embed[TOPICS:TOPICS + STATES], w1, w2)  # topic 0's tokens: the MLP ignores the topic
+    following = successor(seed)
     out = torch.randn(VOCAB, HIDDEN, generator=g) * 0.01  # topic tokens: never the answer
     for t in range(TOPICS):
-        out[token(SUCCESSOR, t), :GENERAL] = rows[:, :GENERAL]  # token (succ(s), t) peaks on the MLP's output for s
+        out[token(following, t), :GENERAL] = rows[:, :GENERAL]  # token (succ(s), t) peaks on the MLP's output for s
         out[token(torch.arange(STATES), t), GROUP + t] = math.sqrt(TOPIC_BONUS)
     weights = {"embed": embed, "w1": w1, "w2": w2, "wq": wq, "wk": wk, "wv": wv, "wo": wo, "out": out}
     return {k: v.to(torch.bfloat16).to(device) for k, v in weights.items()}
