@@ -3,8 +3,8 @@ cache written in place decodes what torch.cat's copies decode; puzzle7's batches
 pageable host memory and its tolerance tells fp32 from a 16-bit trip; puzzle13's styles give rank 0 the
 same bits on two gloo ranks; puzzle16's handoffs give rank 0 the same bits through the host or GPU to
 GPU, on two gloo ranks; puzzle18's model decides its greedy tokens by wide margins, through its cache,
-and every one of its servers gives each request of a trace those tokens; drafts stay out of learners'
-sight.
+and every one of its servers gives each request of a trace those tokens; puzzle19's decode step, chunked
+or not, gives rank 0 the same hidden states on two gloo ranks; drafts stay out of learners' sight.
 
 The workloads are plain torch, so the eager ones run here on the CPU for real; the graphed, compiled,
 pinned and NCCL ones are the GPU's to test (the `gpu` tests here) and grade
@@ -118,18 +118,23 @@ P13 = get_puzzle("puzzle13", drafts=True)
 P13_STYLES = ["baseline.py", "solution/workload.py", "alternatives/buckets.py", "alternatives/coalesced.py"]
 
 
-def _styles_on_two_ranks(handler, backend: str) -> list[dict]:
+def _on_two_ranks(handler, backend: str) -> list[dict]:
     """Two ranks, as the grade runs them (tutor.harness.ranks), each running every style of a multi-GPU puzzle
-    (`handler`); every style's output is the baseline's to the bit on each rank. The replies, rank by rank."""
+    (`handler`). The replies, rank by rank."""
     from tutor.harness import ranks
 
     if backend == "nccl" and torch.cuda.device_count() < 2:
         pytest.skip("needs 2 GPUs")
     group = ranks.start(2, handler, backend)
     try:
-        replies = group.ask("styles")
+        return group.ask("styles")
     finally:
         group.stop()
+
+
+def _styles_on_two_ranks(handler, backend: str) -> list[dict]:
+    """_on_two_ranks, where every style's output is the baseline's to the bit on each rank."""
+    replies = _on_two_ranks(handler, backend)
     for reply in replies:
         baseline = reply["outputs"]["baseline.py"]
         assert all(torch.equal(out, baseline) for out in reply["outputs"].values()), \
@@ -192,6 +197,47 @@ def test_puzzle16_every_style_gives_rank_0_the_baselines_output_bit_for_bit(back
     style's output is the baseline's to the bit on both ranks, and it is the unsplit block's."""
     replies = _styles_on_two_ranks(_puzzle16_rank, backend)
     assert torch.equal(replies[0]["outputs"]["baseline.py"], replies[0]["unsplit"])
+
+
+
+# -- puzzle19: a tensor-parallel decode step chunked for overlap (two gloo ranks on the CPU) ---------------------
+
+P19 = get_puzzle("puzzle19", drafts=True)
+P19_STYLES = ["baseline.py", "solution/workload.py", "alternatives/two_chunks.py", "alternatives/graphed_step.py"]
+
+
+def _puzzle19_rank(rank: int, world: int, message: dict) -> dict:
+    """In a rank: puzzle19's styles on the same step (narrower layers on the CPU), each output as this rank
+    returns it, and the unsplit layers' output."""
+    import torch.distributed as dist
+
+    spec19 = puzzle_file(P19, "spec.py")
+    device = "cpu" if dist.get_backend() == "gloo" else "cuda"
+    if device == "cpu":
+        spec19.HIDDEN, spec19.FFN = 128, 256  # the same 16 tokens and 2 layers, a CPU's share of the width
+    weights, x = spec19.make_weights(1, device), spec19.make_input(2, device)
+    outputs = {}
+    for style in P19_STYLES:
+        module = puzzle_file(P19, style)
+        outputs[style] = module.forward(module.prepare(weights, device), x)
+    unsplit = x
+    for layer in weights["layers"]:
+        unsplit = unsplit + torch.relu(unsplit @ layer["w1"]) @ layer["w2"]
+    return {"outputs": {k: v.cpu() for k, v in outputs.items()}, "unsplit": unsplit.cpu()}
+
+
+@pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
+def test_puzzle19_every_style_gives_rank_0_the_baselines_step_within_its_tolerance(backend):
+    """Two ranks, as the grade runs them (tutor.harness.ranks): chunked or not, graphed or not, every style's
+    hidden states are the baseline's within the puzzle's tolerance on each rank, and the unsplit layers'."""
+    replies = _on_two_ranks(_puzzle19_rank, backend)
+    for reply in replies:
+        baseline = reply["outputs"]["baseline.py"]
+        errors = {style: relative_l2(out, baseline) for style, out in reply["outputs"].items()}
+        print(backend, errors)
+        assert max(errors.values()) < P19.correctness.max_rel_l2, errors
+        assert relative_l2(baseline, reply["unsplit"]) < 2e-2
+    assert torch.equal(replies[0]["outputs"]["baseline.py"], replies[1]["outputs"]["baseline.py"])
 
 
 # -- puzzle18: a decoder's server that batches statically (the model's margins, every server's tokens on the CPU) --
@@ -278,7 +324,8 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
     assert not wrong and sum(len(s.tokens) for s in served) > 12
 
 
-@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", False), ("puzzle18", False)])
+@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", False), ("puzzle18", False),
+                                                 ("puzzle19", False)])
 def test_a_draft_passes_its_folder_checks_with_or_without_recordings(puzzle_id, recorded):
     checks = {c.name: c for c in static_checks(get_puzzle(puzzle_id, drafts=True))}
     assert puzzle_id not in all_puzzles() and checks["recordings"].status == ("ok" if recorded else "skipped")
