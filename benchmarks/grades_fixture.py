@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 VERDICT_CRITERIA = {"correctness", "diagnosis", "performance"}
+SERVING_FIGURES = ("tokens_per_s", "latency_p99_s")  # what a serving tier reads of each replay
 
 
 def which_of(path: Path, puzzle: str) -> str:
@@ -38,7 +39,10 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
              "tier_then": g["tier"], "speedups": rounded(g["speedups"]),
              # A grader's own rules (puzzle1's fp8 weights): the speed-ups alone do not earn a tier without them.
              "rules_passed": all(ok for name, ok in g["criteria"].items() if name not in VERDICT_CRITERIA),
-             "mine_gpu_clock": g["clocks"].get("mine", {}).get("method", "")}
+             "mine_gpu_clock": g["clocks"].get("mine", {}).get("method", ""),
+             # A serving grade's tier is its replay pairs' (tutor.grading.serving): kept, to be re-read.
+             **({"serving_pairs": [[{k: round(side[k], 4) for k in SERVING_FIGURES} for side in pair]
+                                   for pair in g["serving_pairs"]]} if g.get("serving_pairs") else {})}
             for g in json.loads(path.read_text())]
 
 

@@ -18,6 +18,7 @@ from tutor import actions
 from tutor.catalog import NO_TIER, all_puzzles, get_puzzle
 from tutor.grading.puzzle_checks import puzzle_criteria
 from tutor.grading.performance import tier_reached
+from tutor.grading.serving import serving_estimates, serving_tier
 from tutor.stats import Estimate
 
 MB = 2**20
@@ -131,13 +132,20 @@ def expected_tier(grade: dict) -> str:
 
 
 def reached(grade: dict, bars: float = 1.0) -> str:
-    """The tier a recorded grade reads under today's bars (each multiplied by `bars`)."""
-    puzzle = get_puzzle(grade["puzzle"])
+    """The tier a recorded grade reads under today's bars (each multiplied by `bars`); a serving grade's from its
+    replay pairs, as tutor.grading.serving reads them."""
+    puzzle = get_puzzle(grade["puzzle"], drafts=True)
     if bars != 1.0:
         puzzle = dataclasses.replace(puzzle, tiers=[dataclasses.replace(t, min_speedup=t.min_speedup * bars)
                                                     for t in puzzle.tiers])
+    if not grade["rules_passed"]:
+        return ""
+    if "serving_pairs" in grade:
+        estimates = serving_estimates([tuple(pair) for pair in grade["serving_pairs"]])
+        return serving_tier([(t.name, t.min_speedup) for t in puzzle.tiers], estimates,
+                            puzzle.serving.max_latency_ratio)
     speedups = {clock: {vs: Estimate(**e) for vs, e in by_vs.items()} for clock, by_vs in grade["speedups"].items()}
-    return tier_reached(puzzle, speedups) if grade["rules_passed"] else ""
+    return tier_reached(puzzle, speedups)
 
 
 @pytest.mark.parametrize("grade", [g for g in H100_GRADES if g["mine_gpu_clock"] == "held"],
@@ -239,3 +247,15 @@ def test_the_fixture_writer_keeps_what_these_tests_read(tmp_path):
                      "tier_then": "silver", "rules_passed": False, "mine_gpu_clock": "held",
                      "speedups": {"call": {"baseline": {"median": 2.0, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}}}]
     assert reached(rows[0]) == ""  # fast enough, but its rule failed
+
+
+def test_a_serving_grade_is_re_read_from_its_replay_pairs():
+    """puzzle18's first H100 grade (its spec then: 256 requests, outputs up to 1024; MEASUREMENTS.md), as
+    benchmarks/grades_fixture.py keeps it: re-read from its 5 pairs by the serving rules, it reads the silver
+    the harness gave it, its throughput interval the whole 3.40-5.49x range its pairs spanned."""
+    [grade] = json.loads((Path(__file__).parent / "fixtures" / "h100_puzzle18_first_grade_2026-11-26.json").read_text())
+    estimates = serving_estimates([tuple(pair) for pair in grade["serving_pairs"]])
+    assert len(grade["serving_pairs"]) == 5 and grade["tier_then"] == "silver"
+    assert (round(estimates["throughput"].low, 2), round(estimates["throughput"].high, 2)) == (3.4, 5.49)
+    assert estimates["latency_p99"].high < 0.25  # its p99 a fifth of the baseline's or better, in every pair
+    assert reached(grade) == "silver" and reached(grade, bars=1.5) == "bronze"
