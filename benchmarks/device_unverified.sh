@@ -4,7 +4,7 @@
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
-# re-grades. Parts 28-33 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20, 27, 34 and 35.
+# re-grades. Parts 28-33 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20, 27 and 34-36.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -193,8 +193,8 @@ case ${1:-1} in
   # fewer than 5 times there (puzzle9 once, puzzle12 and puzzle15 twice), 3 more grades each.
   34) (export INFPROF_DRAFTS=1; step kernel_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
         tests/test_puzzle17.py)
-      for pid in puzzle9 puzzle15; do measure "$pid" 120 3 --no-recordings --which reference; done
-      measure puzzle12 200 3 --no-recordings --which reference ;;
+      for pid in puzzle9 puzzle15; do measure "$pid" 170 3 --no-recordings --which reference; done ;;
+  36) measure puzzle12 260 3 --no-recordings --which reference ;;  # one H100: 100 s of builds, 42 s a grade
   # The tensor-parallel decode draft on a 2-GPU host (both GPUs a grade): its styles on NCCL (the graph capture
   # of the all-reduces among them), then the baseline's rank-0 profile and each style graded 3 times.
   35) (export INFPROF_DRAFTS=1; step p19_nccl 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
