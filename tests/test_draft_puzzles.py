@@ -356,14 +356,9 @@ def test_puzzle18s_traces_spread_its_ratio_less_than_the_h100_saw():
     """The first H100 grade's five pairs read 3.40-5.49x (256 requests, outputs up to 1024: a replay's length
     was its longest request's). Counted in steps over 20 traces of today's spec (sweeps/trace_spread.py), the
     reference's ratio stays within 15% of its median, and larger static batches fall short of it."""
-    import importlib.util
     import statistics
 
-    path = P18.folder / "sweeps" / "trace_spread.py"
-    loader = importlib.util.spec_from_file_location("p18_trace_spread", path)
-    sweep = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(sweep)
-    spec = puzzle_file(P18, "spec.py")
+    sweep, spec = puzzle_file(P18, "sweeps/trace_spread.py"), puzzle_file(P18, "spec.py")
     reference, larger = [], []
     for seed in range(20):
         trace = spec.make_trace(seed)

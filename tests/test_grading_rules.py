@@ -18,7 +18,7 @@ from tutor import actions
 from tutor.catalog import NO_TIER, all_puzzles, get_puzzle
 from tutor.grading.puzzle_checks import puzzle_criteria
 from tutor.grading.performance import tier_reached
-from tutor.grading.serving import serving_estimates, serving_tier
+from tutor.grading.serving import puzzle_serving_tier, serving_estimates
 from tutor.stats import Estimate
 
 MB = 2**20
@@ -141,9 +141,7 @@ def reached(grade: dict, bars: float = 1.0) -> str:
     if not grade["rules_passed"]:
         return ""
     if "serving_pairs" in grade:
-        estimates = serving_estimates([tuple(pair) for pair in grade["serving_pairs"]])
-        return serving_tier([(t.name, t.min_speedup) for t in puzzle.tiers], estimates,
-                            puzzle.serving.max_latency_ratio)
+        return puzzle_serving_tier(puzzle, serving_estimates([tuple(pair) for pair in grade["serving_pairs"]]))
     speedups = {clock: {vs: Estimate(**e) for vs, e in by_vs.items()} for clock, by_vs in grade["speedups"].items()}
     return tier_reached(puzzle, speedups)
 

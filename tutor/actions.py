@@ -99,8 +99,9 @@ def check_request(ws: Workspace, puzzle: Puzzle, timed: list[str]) -> dict:
 
 def serving_request(ws: Workspace, puzzle: Puzzle) -> dict:
     """A serving puzzle's grade: the learner's server replayed beside the baseline's (tutor.harness.serving_rounds)."""
-    request = _base_request(ws, puzzle, "serving", ["baseline", "mine"])
-    request.update(candidate="mine", oracle="baseline", time=["baseline", "mine"])
+    oracle = puzzle.correctness.oracle  # the server whose tokens and throughput the learner's are held to
+    request = _base_request(ws, puzzle, "serving", [oracle, "mine"])
+    request.update(candidate="mine", oracle=oracle, time=[oracle, "mine"])
     return request
 
 
@@ -158,7 +159,8 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
     if puzzle.serving:  # tokens against the oracle server's, throughput at the latency limit
         correctness = check_serving_correctness(result)
         performance, tier, estimates = check_serving_performance(puzzle, result)
-        speedups, floor, timings_ms = {"call": {"baseline": estimates["throughput"]}, "gpu": {}}, [], {}
+        speedups = {"call": {puzzle.correctness.oracle: estimates["throughput"]}, "gpu": {}}
+        floor, timings_ms = [], {}
     else:
         correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
         measured = Measured.from_result(result)

@@ -40,6 +40,11 @@ def serving_tier(bars: list[tuple[str, float]], estimates: dict[str, Estimate], 
     return reached
 
 
+def puzzle_serving_tier(puzzle: Puzzle, estimates: dict[str, Estimate]) -> str:
+    """serving_tier under a puzzle's own bars and latency limit: what a grade reads, and a recorded grade re-read."""
+    return serving_tier([(t.name, t.min_speedup) for t in puzzle.tiers], estimates, puzzle.serving.max_latency_ratio)
+
+
 def latency_line(estimates: dict[str, Estimate], max_latency_ratio: float = 1.0) -> str:
     """The verdict's words for the latency side of a serving tier."""
     p99 = estimates["latency_p99"]
@@ -65,7 +70,7 @@ def check_serving_performance(puzzle: Puzzle, result: dict) -> tuple[Criterion, 
     """The tier the throughput earns at the p99 latency limit, with each replay pair's figures behind it."""
     limit = puzzle.serving.max_latency_ratio
     estimates = serving_estimates([tuple(pair) for pair in result["pairs"]])
-    tier = serving_tier([(t.name, t.min_speedup) for t in puzzle.tiers], estimates, limit)
+    tier = puzzle_serving_tier(puzzle, estimates)
     tput = estimates["throughput"]
     details = [f"replay {i + 1}: baseline {b['tokens_per_s']:.0f} tokens/s, p99 {b['latency_p99_s']:.3g} s; yours "
                f"{m['tokens_per_s']:.0f} tokens/s, p99 {m['latency_p99_s']:.3g} s"

@@ -209,13 +209,10 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
             f"{name}'s server.submit()", server.submit, rid, prompt, max_new)
         return serving.replay(trace, submit, step, limit_s)
 
-    def trace_of(seed: int) -> list:
-        return serving.trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
-
     sink.stage("warmup", f"{name}: one replay of a trace, unprofiled")
-    replay(trace_of(request["seed"] + 7))
+    replay(serving.draw_trace(spec, request["seed"] + 7))
     steps.clear()
-    trace = trace_of(request["seed"] + 1)
+    trace = serving.draw_trace(spec, request["seed"] + 1)
     window = serving.profiled_window(trace)
     sink.stage("profiling", f"{name}: one replay of a trace, steps {window[0]} to {sum(window)} under the profiler")
     trace_path = Path(request["profile"]["trace_path"])

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tutor.harness.loading import HarnessFailure
+from tutor.harness.loading import HarnessFailure, call_workload
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,11 @@ def trace_of(requests: list[dict]) -> list[Request]:
     """A spec's make_trace() as Requests: its plain dicts (rid, arrival_s, prompt, max_new) read as such."""
     return [Request(rid=int(q["rid"]), arrival_s=float(q["arrival_s"]), prompt=tuple(int(t) for t in q["prompt"]),
                     max_new=int(q["max_new"])) for q in requests]
+
+
+def draw_trace(spec, seed: int) -> list[Request]:
+    """The spec's make_trace(seed) as Requests: a grade's replays and a profile's draw their traces alike."""
+    return trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
 
 
 def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], None],

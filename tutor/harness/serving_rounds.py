@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tutor.harness import serving
 from tutor.harness.events import EventSink
-from tutor.harness.loading import call_workload, load_module
+from tutor.harness.loading import load_module
 from tutor.harness.lockstep import WHO, Candidate, Side, with_sides
 
 _order = random.SystemRandom()
@@ -41,7 +41,7 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
     # The first pair warms both servers up (compiles, graph captures, allocator growth) and is not counted.
     for r in range(settings["replays"] + 1):
         seed = secrets.randbelow(2**62)
-        trace = serving.trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
+        trace = serving.draw_trace(spec, seed)
         turns = [(ruler, oracle), (learner, candidate)]
         _order.shuffle(turns)
         served = {}
