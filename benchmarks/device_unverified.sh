@@ -4,7 +4,7 @@
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
-# re-grades. Parts 28-33 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20, 27 and 34-36.
+# re-grades. Parts 27-34, 36 and 37 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20 and 35.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -160,9 +160,12 @@ case ${1:-1} in
   # What puzzle12 needs to ship (its alternatives, 4 grades each; its reference a fifth time) beside puzzle17.
   24) twelve() { measure puzzle12 540 4 --no-recordings --which alternatives/triton_tiles,alternatives/library_transpose; }
       on_gpu 0 twelve & on_gpu 1 measure puzzle17 540 5 --no-recordings & wait ;;
-  # The serving draft on one GPU: its baseline's serving profile (a replay, each step an iteration), then 3
-  # grades a style (a warm-up pair and 5 pairs of replays a grade).
-  27) measure puzzle18 560 3 ;;
+  # The serving draft on one GPU: its baseline's serving profile (a replay, each step an iteration), then
+  # grades (a warm-up pair and 5 pairs of replays a grade, 70-90 s on the spec of 512 requests): two a style
+  # fit the call's 10 minutes; small_static_batches, cut off there, came in part 37 (2026-11-26, one H100).
+  27) measure puzzle18 570 2 --which reference,alternatives/larger_static_batches,\
+alternatives/continuous_full_slots,alternatives/small_static_batches ;;
+  37) measure puzzle18 230 2 --no-recordings --which alternatives/small_static_batches ;;
   # Parts 22-24 measured the kernel puzzles on H200s; 28-30 on one H100 each (kind nvidia-h100-x1): their
   # gpu tests, then every style of each H200-measured kernel puzzle graded twice on the card the issue names.
   28) (export INFPROF_DRAFTS=1; step kernel_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
@@ -194,7 +197,9 @@ case ${1:-1} in
   34) (export INFPROF_DRAFTS=1; step kernel_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
         tests/test_puzzle17.py)
       for pid in puzzle9 puzzle15; do measure "$pid" 170 3 --no-recordings --which reference; done ;;
-  36) measure puzzle12 260 3 --no-recordings --which reference ;;  # one H100: 100 s of builds, 42 s a grade
+  # Part 34's limit stopped puzzle9's third grade (120 s of builds first): two more, then puzzle12's three.
+  36) measure puzzle9 200 2 --no-recordings --which reference
+      measure puzzle12 270 3 --no-recordings --which reference ;;  # one H100: 100 s of builds, 42 s a grade
   # The tensor-parallel decode draft on a 2-GPU host (both GPUs a grade): its styles on NCCL (the graph capture
   # of the all-reduces among them), then the baseline's rank-0 profile and each style graded 3 times.
   35) (export INFPROF_DRAFTS=1; step p19_nccl 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
