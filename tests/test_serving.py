@@ -134,13 +134,14 @@ def test_a_request_arriving_later_is_not_submitted_early():
 
 @pytest.mark.parametrize("step, words", [
     (lambda: {7: [1]}, "request 7, never submitted"),
-    (lambda: {0: [1, 2, 3]}, "returned 3 tokens for request 0, which asked for 2"),
+    (lambda: {0: [1, 2]}, "gave request 0 2 tokens at once: a decoder makes one token a request a step"),
+    (lambda: {0: [1]}, "request 0, already finished"),  # a third token for a request that asked for 2
 ])
 def test_a_server_that_invents_requests_or_tokens_is_stopped(step, words):
     clock = Clock()
+    trace = [Request(0, 0.0, (1,), 2), Request(1, 0.05, (1,), 2)]
     with pytest.raises(HarnessFailure) as e:
-        replay([Request(0, 0.0, (1,), 2)], lambda *a: None, lambda: (clock.wait(0.01), step())[1], limit_s=10,
-               clock=clock, wait=clock.wait)
+        replay(trace, lambda *a: None, lambda: (clock.wait(0.01), step())[1], limit_s=10, clock=clock, wait=clock.wait)
     assert words in e.value.message
 
 

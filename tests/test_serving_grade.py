@@ -131,6 +131,19 @@ def test_a_serving_tier_on_another_clock_is_refused(tmp_path):
         load_puzzle(folder)
 
 
+def test_a_serving_tier_measured_against_another_server_than_the_oracle_is_refused(tmp_path):
+    """The grade replays the oracle's server beside the learner's: a tier against any other would be read
+    against the oracle, silently."""
+    folder = tmp_path / "servingtoy"
+    folder.mkdir()
+    (folder / "baseline.py").write_text(STATIC)
+    (folder / "puzzle.toml").write_text(PUZZLE_TOML.replace('baseline = "baseline.py"',
+                                                            'baseline = "baseline.py"\ntuned = "baseline.py"')
+                                        .replace('vs = "baseline"', 'vs = "tuned"'))
+    with pytest.raises(TutorError, match="measured against 'tuned', but a serving grade replays the oracle's"):
+        load_puzzle(folder)
+
+
 def test_a_serving_puzzles_brief_says_how_a_replay_is_graded(toy):
     from tutor.brief import grading_markdown
 
@@ -140,8 +153,9 @@ def test_a_serving_puzzles_brief_says_how_a_replay_is_graded(toy):
 
 
 
-def test_a_server_that_gives_many_tokens_a_step_is_told_why_its_profile_is_empty(workspace, toy):
-    """Its replay ends before the profiled window opens (a token a step is what the window assumes)."""
+def test_a_server_that_gives_many_tokens_a_step_is_refused_in_its_profile_and_its_grade(workspace, toy):
+    """A request's whole output in one step: right tokens, as a table read off the weights would give them, but
+    no decoder makes them so. Its profile and its grade stop with the rule in words, not a tier."""
     from tutor.runner import RunFailed
 
     whole = CONTINUOUS.replace('''        for r, t in zip(self.live, tokens):
@@ -159,4 +173,7 @@ def test_a_server_that_gives_many_tokens_a_step_is_told_why_its_profile_is_empty
     (folder / "workload.py").write_text(textwrap.dedent(whole))
     with pytest.raises(RunFailed) as info:
         actions.profile(workspace, toy, "mine")
-    assert info.value.kind == "workload_error" and "more than one token a step" in str(info.value)
+    assert info.value.kind == "workload_error" and "a decoder makes one token a request a step" in str(info.value)
+    with pytest.raises(RunFailed) as info:
+        actions.grade(workspace, toy)
+    assert info.value.kind == "workload_error" and "tokens at once" in str(info.value)

@@ -28,7 +28,8 @@ FLOOR_LINE = """\
 def correctness_line(p: Puzzle) -> str:
     if p.serving:  # tutor.harness.serving_rounds
         return ("- **Correctness** — every request of every replay gets exactly the tokens that\n"
-                f"  `{p.correctness.oracle}`'s server gives it in the same pair of replays.\n")
+                f"  `{p.correctness.oracle}`'s server gives it in the same pair of replays, at most one a\n"
+                "  request each step (a decoder's next input is the token it just made).\n")
     return (f"- **Correctness** — your output stays within relative L2 error {p.correctness.max_rel_l2:g} of\n"
             f"  `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.\n")
 

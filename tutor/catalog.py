@@ -233,6 +233,11 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
                  " (a multi-GPU puzzle is timed by its slowest rank's calls: a collective's GPU time includes its"
                  " wait for the other ranks)" if p.hardware.gpus > 1 else "")
     allowed = {"throughput"} if p.serving else {"call"} if call_only else {"call", "gpu"}
+    # A serving grade replays the oracle's server beside the learner's, and its speed-ups are against that server.
+    for t in (t for t in p.tiers if p.serving and t.vs != p.correctness.oracle):
+        raise TutorError(f"{meta_path}: tier '{t.name}' is measured against '{t.vs}', but a serving grade replays "
+                         f"the oracle's server ('{p.correctness.oracle}') beside yours and measures against it",
+                         "Fix the puzzle metadata: give every tier vs = the [correctness] oracle.")
     for t in (t for t in p.tiers if t.clock not in allowed):
         if p.serving:
             raise TutorError(f"{meta_path}: tier '{t.name}' has clock '{t.clock}': a serving puzzle's tiers are "

@@ -224,8 +224,8 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
         opened = False
     if not opened:  # a trace with no step in it: say why instead
         raise HarnessFailure("workload_error", f"{name}'s server served the whole trace in {len(steps)} steps, "
-                             f"by step {window[0]}, where its profile starts: it gives a request more than one "
-                             "token a step. A serving profile expects a token a step.")
+                             f"by step {window[0]}, where its profile starts: a serving profile records steps "
+                             "from there on.")
     figures = serving.figures(served)  # the whole replay's, the window's kernels aside
     busy = [n for n in steps if n]
     figures["tokens_per_step"] = sum(busy) / len(busy) if busy else 0.0  # requests served a step, while serving

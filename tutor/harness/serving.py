@@ -2,7 +2,8 @@
 when each request arrives and stamps when its tokens come out.
 
 A server has two calls. submit(rid, prompt, max_new) queues a request; step() runs one scheduling step
-and returns the tokens it produced, {rid: [token, ...]}, without waiting for requests that have not come.
+and returns the tokens it produced, {rid: [token, ...]}, without waiting for requests that have not come:
+at most one token a request, as a decoder makes them (each token is the next step's input).
 The replay submits every request whose arrival time has passed on the harness's clock (counted from the
 replay's start), asks for a step, and stamps each token with the clock as step() returns: on a GPU the
 tokens are host integers by then, so a stamp is never earlier than the work. A request is done when it
@@ -18,6 +19,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from tutor.harness.loading import HarnessFailure, call_workload
+
+# A step's tokens a request. A server that hands out several of a request's tokens in one step is not decoding
+# (a decoder's next input is the token it just made), however right the tokens are.
+TOKENS_A_STEP = 1
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,11 @@ def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], N
             continue
         produced = step()
         stamp = clock() - start
+        at_once = next(((rid, len(t)) for rid, t in produced.items() if len(t) > TOKENS_A_STEP), None)
+        if at_once:
+            raise HarnessFailure("workload_error", f"step() gave request {at_once[0]} {at_once[1]} tokens at once: "
+                                 "a decoder makes one token a request a step (each token is the next step's "
+                                 "input), so a step gives each request at most one.")
         for rid, tokens in produced.items():
             _take(served, live, rid, tokens, stamp)
         # A server may hold a step's requests back (a static batch waiting to fill): that is its policy, and
@@ -104,10 +114,7 @@ def _take(served: dict[int, Served], live: set[int], rid: int, tokens: list[int]
     s.tokens.extend(int(t) for t in tokens)
     if s.first_token_s is None:
         s.first_token_s = stamp
-    if len(s.tokens) > s.request.max_new:
-        raise HarnessFailure("crashed", f"step() returned {len(s.tokens)} tokens for request {rid}, which asked "
-                             f"for {s.request.max_new}")
-    if len(s.tokens) == s.request.max_new:
+    if len(s.tokens) == s.request.max_new:  # a token a step: one more would name a finished request
         s.done_s = stamp
         live.discard(rid)
 
