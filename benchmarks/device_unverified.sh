@@ -4,7 +4,7 @@
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
-# re-grades. Parts 27-34, 36 and 37 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20 and 35.
+# re-grades. Parts 27-34, 36 and 37 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20, 35, 38, 39.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -166,6 +166,13 @@ case ${1:-1} in
   27) measure puzzle18 570 2 --which reference,alternatives/larger_static_batches,\
 alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   37) measure puzzle18 230 2 --no-recordings --which alternatives/small_static_batches ;;
+  # What puzzle18 lacks to ship (one GPU): how busy NVML sees the GPU under the reference and under servers that
+  # never run the model (the floor a serving grade needs is set from it), the reference's grades 3-5; then
+  # two more grades of each alternative that must reach a tier, and the baseline against itself.
+  38) step p18_gpu_busy 150 python3 challenges/puzzle18/sweeps/gpu_busy.py --traces 3 --json "$OUT/p18_gpu_busy.json"
+      measure puzzle18 300 3 --no-recordings --which reference ;;
+  39) measure puzzle18 570 2 --no-recordings \
+        --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Parts 22-24 measured the kernel puzzles on H200s; 28-30 on one H100 each (kind nvidia-h100-x1): their
   # gpu tests, then every style of each H200-measured kernel puzzle graded twice on the card the issue names.
   28) (export INFPROF_DRAFTS=1; step kernel_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \

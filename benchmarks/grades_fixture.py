@@ -46,12 +46,17 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
             for g in json.loads(path.read_text())]
 
 
+def span(values: list[float], fmt: str) -> str:
+    return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
+
+
 def table_row(puzzle: str, path: Path) -> str:
     from tutor.catalog import get_puzzle
 
     grades = json.loads(path.read_text())
+    if any(g.get("serving_pairs") for g in grades):
+        return serving_row(puzzle, path, grades)
     clock = get_puzzle(puzzle, drafts=True).tiers[-1].clock
-    span = lambda values, fmt: f"{fmt.format(min(values))}-{fmt.format(max(values))}"  # noqa: E731
     estimates = [g["speedups"][clock]["baseline"] for g in grades]
     return " | ".join(["", which_of(path, puzzle), str(len(grades)),
                        span([g["timings_ms"]["baseline"] for g in grades], "{:.2f}"),
@@ -60,7 +65,29 @@ def table_row(puzzle: str, path: Path) -> str:
                        ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
 
 
+def serving_row(puzzle: str, path: Path, grades: list[dict]) -> str:
+    """A serving grade's row: tokens a second of each side over its replays, the throughput speed-up and the
+    p99 latency ratio's upper bound (tutor.grading.serving), the tiers read then."""
+    from tutor.grading.serving import serving_estimates
+
+    pairs = [pair for g in grades for pair in g["serving_pairs"]]
+    estimates = [serving_estimates([tuple(pair) for pair in g["serving_pairs"]]) for g in grades]
+    return " | ".join(["", which_of(path, puzzle), str(len(grades)),
+                       span([b["tokens_per_s"] for b, _ in pairs], "{:.0f}"),
+                       span([m["tokens_per_s"] for _, m in pairs], "{:.0f}"),
+                       span([e["throughput"].median for e in estimates], "{:.2f}") + "x",
+                       span([e["throughput"].low for e in estimates], "{:.2f}"),
+                       span([e["latency_p99"].high for e in estimates], "{:.2f}"),
+                       ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
+
+
 def main(puzzle: str, call: str, paths: list[str]) -> None:
+    if call == "--table" and any(json.loads(Path(p).read_text())[0].get("serving_pairs") for p in paths):
+        print("| workload | grades | baseline tokens/s | its tokens/s | throughput (median) | lower bound | "
+              "p99 ratio (high) | tier then |")
+        print("|---|---|---|---|---|---|---|---|")
+        print("\n".join(table_row(puzzle, Path(p)) for p in paths))
+        return
     if call == "--table":
         print("| workload | grades | baseline ms | its ms | speed-up (median) | lower bound | tier then |")
         print("|---|---|---|---|---|---|---|")

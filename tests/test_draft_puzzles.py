@@ -324,7 +324,7 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
     assert not wrong and sum(len(s.tokens) for s in served) > 12
 
 
-@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", False), ("puzzle18", False),
+@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", False), ("puzzle18", True),
                                                  ("puzzle19", False)])
 def test_a_draft_passes_its_folder_checks_with_or_without_recordings(puzzle_id, recorded):
     checks = {c.name: c for c in static_checks(get_puzzle(puzzle_id, drafts=True))}
@@ -350,6 +350,74 @@ def test_the_device_script_names_only_puzzles_and_files_that_exist():
     graded += [(pid, name) for pid, names in re.findall(r"regrade (puzzle\d+)((?: alternatives/\w+)+)", script)
                for name in re.findall(r"alternatives/(\w+)", names)]
     assert graded and all(name in get_puzzle(pid, drafts=True).alternatives for pid, name in graded), graded
+
+
+def test_puzzle18_a_table_read_off_the_weights_serves_every_right_token_without_the_model():
+    """The cheat a floor for a serving grade must refuse (MEASUREMENTS.md; sweeps/gpu_busy.py measures how busy
+    the GPU is under it): the successor map read off the weights once, then a token a request a step from it,
+    the model never run. The tokens are right and come one a step, so correctness and the harness's rules
+    pass it: only the GPU's idleness could tell. The model's least work for a trace is under a TFLOP."""
+    from tutor.harness import serving
+
+    spec, sweep = puzzle_file(P18, "spec.py"), puzzle_file(P18, "sweeps/gpu_busy.py")
+    following = sweep.successor_map(spec, spec.make_weights(2, "cpu"))
+    assert torch.equal(following, spec.successor(2))
+    trace = serving.trace_of(spec.make_trace(5))
+    for on_gpu in (True, False):
+        server = sweep.TableServer(spec, following, on_gpu)
+        served = serving.replay(trace, server.submit, server.step, limit_s=300)
+        assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served)
+    assert 0.1 < sweep.least_tflop(spec, trace) < 1.0
+
+
+def test_puzzle18s_recording_shows_requests_waiting_on_batches_and_rows_idle():
+    """The baseline's serving profile on the H100 (device part 27), read here as there: a request waits nearly
+    all its latency for its first token, a step makes about 4 tokens of the 16 rows a batch holds, and the
+    GPU idles while the host runs each step (launch overhead, the supporting diagnosis)."""
+    import json
+
+    from conftest import recording
+    from tutor.profilers.torch_trace import extract
+
+    recorded = json.loads(recording("puzzle18", "metrics.json").read_text())["values"]
+    v = extract(recording("puzzle18", "trace.json.gz")).values
+    assert {k: v[k] for k in v} == {k: recorded[k] for k in v}  # the same reading here as on the H100
+    assert v["iterations"] == 300  # the profiled window of steps (tutor.harness.serving.profiled_window)
+    assert recorded["serving.requests"] == 512 and recorded["serving.tokens_per_step"] < 16 / 3
+    assert recorded["serving.waited_p99_s"] > 0.9 * recorded["serving.latency_p99_s"]
+    assert v["gpu.busy_fraction"] < 0.3 and v["cpu.time_per_iter_us"] > 4 * v["gpu.time_per_iter_us"]
+
+
+def test_puzzle18s_reference_diagnosis_passes_on_its_recording(workspace):
+    import json
+
+    from conftest import recording
+    from tutor.reference import install_reference
+    from tutor.study import grade_diagnosis
+
+    recorded = json.loads(recording("puzzle18", "metrics.json").read_text())["values"]
+    workspace.reset(P18)  # a draft's folder: a workspace copies only the puzzles learners see
+    install_reference(workspace, P18, recorded)
+    verdict = grade_diagnosis(workspace, P18)
+    assert verdict.passed, verdict.criteria[0].details
+
+
+def test_puzzle18s_h100_grades_read_each_style_at_its_tier_under_todays_bars():
+    """Two grades a style on the H100 (device parts 27 and 37; MEASUREMENTS.md), each re-read from its five
+    replay pairs by the serving rules: the reference gold, continuous batching over every slot silver,
+    larger static batches bronze, smaller ones nothing (their p99 latency 2.7x the baseline's)."""
+    import json
+
+    from tutor.grading.serving import puzzle_serving_tier, serving_estimates
+
+    grades = json.loads((Path(__file__).parent / "fixtures" / "h100_puzzle18_grades_2026-11-26.json").read_text())
+    read = {}
+    for g in grades:
+        tier = puzzle_serving_tier(P18, serving_estimates([tuple(pair) for pair in g["serving_pairs"]]))
+        assert tier == g["tier_then"], g
+        read.setdefault(g["which"], set()).add(tier or "none")
+    assert read == {"reference": {"gold"}, **{f"alternatives/{name}": {tier}
+                                              for name, tier in P18.alternatives.items()}}, read
 
 
 def test_puzzle18s_traces_spread_its_ratio_less_than_the_h100_saw():

@@ -1,0 +1,173 @@
+"""Puzzle 18 on a GPU: how busy the GPU is while a server replays a trace, as NVML samples it, for the
+reference and for two servers that never run the model (what a floor for a serving grade must tell apart).
+
+    PYTHONPATH=. python challenges/puzzle18/sweeps/gpu_busy.py [--traces 3] [--json FILE]
+
+Each next token of this model is the successor of the last state in the prompt's topic, and that map can
+be read off the weights once: the MLP's output for each of the 511 states, against the output rows. A
+server that does so and then hands out a token a request a step gives every right token with the model
+never run: `gpu_table` gathers each step's next states from the map on the GPU and copies them back (a
+kernel and a copy a step), `host_table` looks them up in a Python list (the GPU idle). A grade's
+correctness and the rule of a token a step pass both. The coordinator could still tell them from a server
+that runs the model by how busy the GPU was during the replay: this measures that.
+
+NVML keeps the GPU's utilization as samples (nvmlDeviceGetSamples, GPU_UTILIZATION_SAMPLES): each the percent
+of its period during which a kernel ran. Printed for each server and trace: the replay's seconds and
+tokens, the samples' count and median period, the GPU busy milliseconds they add up to (percent x period),
+and those per thousand tokens; then the model's least work for the trace (its FLOPs at the GPU's bf16 peak)
+for scale. Nothing here grades: it is the measurement a floor would be set from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib.util
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from tutor.harness import serving
+
+FOLDER = Path(__file__).parents[1]
+GPU_UTILIZATION_SAMPLES = 1  # nvmlSamplingType_t
+NVML_ERROR_NOT_FOUND = 6
+BF16_DENSE_TFLOPS = 989.0  # an H100 SXM's datasheet peak: the least work's scale, not a measurement
+
+
+class Sample(ctypes.Structure):  # nvmlSample_t: a timestamp in microseconds and an 8-byte value union
+    _fields_ = [("timestamp_us", ctypes.c_ulonglong), ("value", ctypes.c_ulonglong)]
+
+
+class Nvml:
+    """The samples NVML has buffered for GPU 0 since a timestamp."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+        self._check(self.lib.nvmlInit_v2())
+        self.device = ctypes.c_void_p()
+        self._check(self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.device)))
+
+    def _check(self, code: int) -> None:
+        if code:
+            raise RuntimeError(f"NVML error {code}")
+
+    def samples_since(self, since_us: int) -> list[tuple[int, int]]:
+        kind, count = ctypes.c_int(), ctypes.c_uint(0)
+        args = (self.device, GPU_UTILIZATION_SAMPLES, ctypes.c_ulonglong(since_us), ctypes.byref(kind))
+        code = self.lib.nvmlDeviceGetSamples(*args, ctypes.byref(count), None)  # how many there are
+        if code == NVML_ERROR_NOT_FOUND:  # none since then
+            return []
+        self._check(code)
+        buffer = (Sample * max(count.value, 1))()
+        self._check(self.lib.nvmlDeviceGetSamples(*args, ctypes.byref(count), buffer))
+        # The value is an unsigned int (kind 0) in the union's low 4 bytes: a percent.
+        return [(s.timestamp_us, s.value & 0xFFFFFFFF) for s in buffer[:count.value] if s.timestamp_us > since_us]
+
+
+def load(relative: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, FOLDER / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def successor_map(spec, w: dict) -> torch.Tensor:
+    """The next state after each state, read off the weights: each state's MLP output against the output rows
+    of topic 0's states (the MLP never sees the topic)."""
+    x = w["embed"][spec.token(torch.arange(spec.STATES, device=w["embed"].device), 0)]
+    hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T
+    return (hidden @ w["out"][spec.TOPICS:spec.TOPICS + spec.STATES].T).argmax(-1)
+
+
+class TableServer:
+    """A token a request a step from the successor map, on the GPU (`on_gpu`) or from a host list."""
+
+    def __init__(self, spec, following: torch.Tensor, on_gpu: bool):
+        self.spec, self.on_gpu = spec, on_gpu
+        self.following = following if on_gpu else following.tolist()
+        self.live: dict[int, list[int]] = {}  # rid -> [topic, state, tokens left]
+
+    def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
+        topic, state = divmod(prompt[-1] - self.spec.TOPICS, self.spec.STATES)
+        self.live[rid] = [topic, state, max_new]
+
+    def step(self) -> dict[int, list[int]]:
+        rids = list(self.live)
+        states = [self.live[r][1] for r in rids]
+        if self.on_gpu:
+            states = self.following[torch.tensor(states, device=self.following.device)].tolist()
+        else:
+            states = [self.following[s] for s in states]
+        out = {}
+        for rid, state in zip(rids, states):
+            entry = self.live[rid]
+            entry[1], entry[2] = state, entry[2] - 1
+            out[rid] = [self.spec.token(state, entry[0])]
+            if entry[2] == 0:
+                del self.live[rid]
+        return out
+
+
+def least_tflop(spec, trace: list[serving.Request]) -> float:
+    """The model's FLOPs for the trace: every prompt and output token through the projections, the MLP and the
+    output layer once (2 a weight), attention's scores and sums over each token's context."""
+    weights = (4 * spec.HIDDEN * spec.HEADS * spec.HEAD_DIM + 2 * spec.HIDDEN * spec.FFN + spec.VOCAB * spec.HIDDEN)
+    tokens = sum(len(r.prompt) + r.max_new for r in trace)
+    contexts = sum(sum(range(1, len(r.prompt) + r.max_new + 1)) for r in trace)
+    return (2 * weights * tokens + 4 * spec.HEADS * spec.HEAD_DIM * contexts) / 1e12
+
+
+def measure(nvml: Nvml, make_server, trace: list[serving.Request]) -> tuple[dict, list[serving.Served]]:
+    server = make_server()
+    torch.cuda.synchronize()
+    time.sleep(0.5)  # a quiet GPU first, and NVML's clock past this moment
+    since = max((t for t, _ in nvml.samples_since(0)), default=0)
+    start = time.monotonic()
+    served = serving.replay(trace, server.submit, server.step, limit_s=300)
+    seconds = time.monotonic() - start
+    time.sleep(0.5)  # the last period's sample
+    samples = nvml.samples_since(since)
+    periods = [b[0] - a[0] for a, b in zip(samples, samples[1:])]
+    busy_ms = sum(pct / 100 * period / 1e3 for (_, pct), period in zip(samples[1:], periods))
+    tokens = sum(len(s.tokens) for s in served)
+    return served, {"seconds": round(seconds, 3), "tokens": tokens, "samples": len(samples),
+            "period_ms": round(statistics.median(periods) / 1e3, 2) if periods else None,
+            "busy_ms": round(busy_ms, 2), "busy_ms_per_1k_tokens": round(busy_ms / tokens * 1e3, 3),
+            "max_percent": max((pct for _, pct in samples), default=0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    spec, reference = load("spec.py", "puzzle18_spec"), load("solution/workload.py", "puzzle18_reference")
+    weights = spec.make_weights(11, "cuda")
+    state, following = reference.prepare(weights, "cuda"), successor_map(spec, weights)
+    assert torch.equal(following.cpu(), spec.successor(11)), "the map read off the weights is not the chain"
+    servers = {"reference": lambda: reference.server(state),
+               "gpu_table": lambda: TableServer(spec, following, on_gpu=True),
+               "host_table": lambda: TableServer(spec, following, on_gpu=False)}
+    nvml, rows = Nvml(), []
+    warm = servers["reference"]()  # the reference's first replay compiles and grows its allocator
+    serving.replay(serving.draw_trace(spec, 99), warm.submit, warm.step, limit_s=300)
+    for seed in range(args.traces):
+        trace = serving.draw_trace(spec, seed)
+        least_ms = least_tflop(spec, trace) / BF16_DENSE_TFLOPS * 1e3
+        tokens = {}
+        for name, make in servers.items():
+            served, figures = measure(nvml, make, trace)
+            tokens[name] = [s.tokens for s in served]
+            rows.append({"server": name, "trace": seed, "least_ms_at_peak": round(least_ms, 3), **figures,
+                         "tokens_right": tokens[name] == tokens["reference"]})
+            print(json.dumps(rows[-1]), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
