@@ -2,7 +2,7 @@
 reference and every alternative puzzle.toml names graded GRADES times each, then the baseline twice.
 
     INFPROF_DRAFTS=1 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/measure_draft.py PUZZLE $OUT [GRADES]
-        [--no-recordings] [--which reference,alternatives/NAME]
+        [--no-recordings | --recordings-only] [--which reference,alternatives/NAME]
 
 GRADES (default 10) is how many times the reference and each alternative are graded. The baseline's
 torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline_trace.json.gz; a
@@ -55,6 +55,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("grades", type=int, nargs="?", default=10)
     parser.add_argument("--no-recordings", action="store_true", help="grade only: the recordings are in hand")
+    parser.add_argument("--recordings-only", action="store_true", help="record only: the grades are in hand")
     parser.add_argument("--which", default="", help="comma-separated solutions to grade (default: all, baseline last)")
     args = parser.parse_args()
     os.environ["INFPROF_DRAFTS"] = "1"
@@ -73,6 +74,8 @@ def main() -> None:
         if "ncu" in puzzle.profilers:
             record_ncu(ws, puzzle, args.out)
         print(f"recordings: {time.monotonic() - started:.1f} s", flush=True)
+    if args.recordings_only:
+        return
     # The baseline last: that it earns no tier matters least, and a run stopped at its limit keeps the rest.
     runs = [("reference", args.grades), *((f"alternatives/{name}", args.grades) for name in puzzle.alternatives),
             ("baseline", 2)]
