@@ -175,7 +175,8 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings
   # and ncu fixtures (their recorded_on.txt). Each baseline's torch and ncu profiles and the reference's ncu
-  # profile, one workspace a puzzle: about 100 s of builds and a minute of profiles on a fresh H100.
+  # profile, one workspace a puzzle: about 100 s of builds and a minute of profiles on a fresh H100. Then
+  # benchmarks/install_recordings.py RESULTS PUZZLE... puts them in place of the H200's.
   40) for pid in puzzle11 puzzle12 puzzle14; do measure "$pid" 190 0 --recordings-only; done ;;
   41) for pid in puzzle15 puzzle17; do measure "$pid" 280 0 --recordings-only; done ;;
   # Parts 22-24 measured the kernel puzzles on H200s; 28-30 on one H100 each (kind nvidia-h100-x1): their

@@ -21,6 +21,14 @@ def recording(puzzle: str, name: str) -> Path:
     return Path(__file__).parent.parent / "challenges" / puzzle / "recordings" / f"h100_baseline_{name}"
 
 
+def reference_ncu(puzzle: str) -> Path:
+    """A kernel puzzle's reference under Nsight Compute (a learner's fixed kernel, for its CPU tests): the H100's
+    export where one was recorded, else the H200's (the H100's die) that the puzzle was first measured on."""
+    fixtures = Path(__file__).parent / "fixtures"
+    h100 = fixtures / f"h100_{puzzle}_reference_ncu.csv"
+    return h100 if h100.is_file() else fixtures / f"h200_{puzzle}_reference_ncu.csv"
+
+
 def puzzle_file(puzzle, relative: str):
     """A file of a puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
     from tutor.harness.loading import load_module

@@ -8,16 +8,14 @@ set on an H200 (the H100's SMs; MEASUREMENTS.md); the kernels are the GPU's to r
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
-from conftest import ptxas_kernel, puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 from tutor.profilers import ncu
 
-FIXTURES = Path(__file__).parent / "fixtures"
 PUZZLE = get_puzzle("puzzle11")
 KERNELS = ["baseline.py", "solution/workload.py", "alternatives/columns_across_lanes.py"]
 
@@ -66,7 +64,7 @@ def test_its_recordings_show_one_kernel_waiting_on_the_shared_memory_pipe():
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "project" and recorded.kernels[0]["share"] > 0.99
     baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
-    reference = ncu.extract(FIXTURES / "h200_puzzle11_reference_ncu.csv").values
+    reference = ncu.extract(reference_ncu("puzzle11")).values
     assert baseline["ncu.shared_wavefronts_per_load"] > 5 and reference["ncu.shared_wavefronts_per_load"] < 1.05
     assert baseline["ncu.shared_load_bank_conflicts"] > 1000 * reference["ncu.shared_load_bank_conflicts"]
     assert baseline["ncu.dram_throughput_pct"] < 1 and baseline["ncu.stall.mio_throttle"] > 10 * baseline[

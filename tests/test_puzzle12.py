@@ -7,12 +7,11 @@ were set on an H200 (the H100's SMs and L2; MEASUREMENTS.md); the kernels are th
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import ptxas_kernel, puzzle_file
+from conftest import ptxas_kernel, puzzle_file, reference_ncu
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle12")
@@ -41,7 +40,7 @@ def test_its_recordings_show_a_warp_asking_for_32_sectors_a_load():
     from tutor.profilers import ncu
 
     baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
-    reference = ncu.extract(Path(__file__).parent / "fixtures" / "h200_puzzle12_reference_ncu.csv").values
+    reference = ncu.extract(reference_ncu("puzzle12")).values
     assert baseline["ncu.global_load_sectors_per_request"] == 32 and reference["ncu.global_load_sectors_per_request"] == 4
     assert baseline["ncu.l2_hit_rate_pct"] > 80 and baseline["ncu.dram_bytes"] < 1.1 * reference["ncu.dram_bytes"]
     assert baseline["ncu.duration_us"] > 2 * reference["ncu.duration_us"]

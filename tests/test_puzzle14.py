@@ -8,12 +8,11 @@ MEASUREMENTS.md); the kernels are the GPU's to run.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import ptxas_kernel, puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle14")
@@ -114,7 +113,7 @@ def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "calibrate" and recorded.kernels[0]["share"] > 0.99
     baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
-    reference = ncu.extract(Path(__file__).parent / "fixtures" / "h200_puzzle14_reference_ncu.csv").values
+    reference = ncu.extract(reference_ncu("puzzle14")).values
     assert baseline["ncu.threads_per_instruction"] < 8 and reference["ncu.threads_per_instruction"] > 28
     assert baseline["ncu.sm_throughput_pct"] > 80 and baseline["ncu.dram_throughput_pct"] < 5
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]

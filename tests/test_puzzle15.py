@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import math
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import ptxas_kernel, puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle15")
@@ -88,7 +87,7 @@ def test_its_recordings_show_one_wave_and_a_sliver():
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "project" and recorded.kernels[0]["share"] > 0.99
     baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
-    reference = ncu.extract(Path(__file__).parent / "fixtures" / "h200_puzzle15_reference_ncu.csv").values
+    reference = ncu.extract(reference_ncu("puzzle15")).values
     assert 1 < baseline["ncu.waves_per_sm"] < 1.1 and reference["ncu.waves_per_sm"] > 15
     assert baseline["ncu.sm_throughput_pct"] < 50 and baseline["ncu.dram_throughput_pct"] < 5
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]

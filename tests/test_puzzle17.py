@@ -8,12 +8,11 @@ the GPU's to run.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import ptxas_kernel, puzzle_file, relative_l2
+from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle17")
@@ -98,7 +97,7 @@ def test_its_recordings_show_the_keys_read_from_dram_eight_times():
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "scores" and recorded.kernels[0]["share"] > 0.99
     baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
-    reference = ncu.extract(Path(__file__).parent / "fixtures" / "h200_puzzle17_reference_ncu.csv").values
+    reference = ncu.extract(reference_ncu("puzzle17")).values
     assert baseline["ncu.l2_hit_rate_pct"] < 20 and reference["ncu.l2_hit_rate_pct"] > 70
     assert baseline["ncu.dram_bytes"] > 1e9 and baseline["ncu.dram_bytes"] > 6 * reference["ncu.dram_bytes"]
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]

@@ -90,3 +90,32 @@ def test_a_recording_made_on_another_card_says_which(workspace, monkeypatch, cap
     install_reference(workspace, puzzle, recorded, without={"kernel_evidence", "autotune"})
     criterion = grade_diagnosis(workspace, puzzle).criteria[0]
     assert any("recorded on an H200" in d for d in criterion.details)
+
+
+def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tmp_path):
+    """benchmarks/install_recordings.py: the H100's baseline recordings over the H200's, the reference's ncu
+    export as the fixture the tests prefer, and the note naming the other card gone (or naming the card given)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "install_recordings.py"
+    spec = importlib.util.spec_from_file_location("install_recordings", path)
+    installer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installer)
+    root, results = tmp_path / "repo", tmp_path / "results"
+    recordings = root / "challenges" / "puzzle11" / "recordings"
+    recordings.mkdir(parents=True)
+    (root / "tests" / "fixtures").mkdir(parents=True)
+    (recordings / "recorded_on.txt").write_text("an H200\n")
+    (recordings / "h100_baseline_ncu.csv").write_text("the H200's\n")
+    (results / "puzzle11").mkdir(parents=True)
+    for name in (*installer.BASELINE, "h100_reference_ncu.csv"):
+        (results / "puzzle11" / name).write_text(f"new {name}\n")
+    done = installer.install(results, "puzzle11", None, root)
+    assert (recordings / "h100_baseline_ncu.csv").read_text() == "new h100_baseline_ncu.csv\n"
+    assert (root / "tests" / "fixtures" / "h100_puzzle11_reference_ncu.csv").is_file()
+    assert not (recordings / "recorded_on.txt").exists() and len(done) == 5
+    installer.install(results, "puzzle11", "an A100 (80 GB)", root)
+    assert (recordings / "recorded_on.txt").read_text() == "an A100 (80 GB)\n"
+    with pytest.raises(SystemExit, match="no h100_baseline_metrics.json"):
+        installer.install(results, "puzzle12", None, root)
