@@ -11,8 +11,8 @@ h100_reference_ncu.csv (the CPU tests' fixture of a learner's fixed kernel).
 
 Each run of benchmarks/grade_stability.py prints the speed-ups per tier comparator and writes its JSON
 to $OUT. Then: set the tiers between the classes they show, every honest style clear of its bar;
-put the recordings where they ship (benchmarks/install_recordings.py); write the numbers in its MEASUREMENTS.md; remove
-`draft` from its puzzle.toml.
+put the recordings where they ship (benchmarks/install_recordings.py); write the numbers in its
+MEASUREMENTS.md; remove `draft` from its puzzle.toml.
 """
 
 import argparse
