@@ -89,9 +89,16 @@ def test_a_serving_puzzle_is_profiled_step_by_step_and_graded_on_its_replays(wor
     (folder / "workload.py").write_text(textwrap.dedent(CONTINUOUS))
     (folder / "answer.toml").write_text(answer_from(profiled.metrics, ["serving.latency_p99_s",
                                                                       "serving.tokens_per_step"]))
-    verdict = actions.grade(workspace, toy)
+    events = []
+    verdict = actions.grade(workspace, toy, on_event=events.append)
     criteria = {c.name: c for c in verdict.criteria}
     assert all(c.passed for c in verdict.criteria), [(c.name, c.summary, c.details) for c in verdict.criteria]
+    # The app's progress row for a serving grade: every stage the harness reports is one of its chips.
+    from tutor.app.runs import run_kind
+
+    chips = run_kind("grade", toy).stages
+    assert {e["stage"] for e in events if e["type"] in ("stage", "progress")} <= set(chips)
+    assert [e["done"] for e in events if e["type"] == "progress" and e["stage"] == "replaying"] == [1, 2, 3]
     assert verdict.tier == "bronze" and "30 requests over 3 replays" in criteria["correctness"].summary
     assert sum(line.startswith("replay ") for line in criteria["performance"].details) == 2
     assert set(verdict.speedups) == {"baseline"} and verdict.gpu_speedups == {}

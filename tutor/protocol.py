@@ -29,7 +29,9 @@ NVTX_PREFIX = "infprof."
 NVTX_ITER_RANGE = NVTX_PREFIX + "iter"  # one per profiled forward(), for Nsight Systems
 NVTX_KERNELS_RANGE = NVTX_PREFIX + "kernels"  # the calls Nsight Compute profiles
 
-STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "profiling", "extracting", "grading")
+# "replaying": a serving grade's pairs of replays (tutor.harness.serving_rounds), in place of checking and timing.
+STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "replaying", "profiling", "extracting",
+          "grading")
 
 # What went wrong inside the harness, in the learner's terms.
 ERROR_KINDS = {

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the grading stack loads only when a run starts
 # Harness and tutor stage names (tutor.protocol.STAGES) -> the short label shown in the progress row.
 STAGE_LABELS = {
     "starting": "start", "importing": "import", "preparing": "prepare", "warmup": "warm-up",
-    "checking": "check", "timing": "time", "serving": "memory run", "profiling": "profile",
+    "checking": "check", "timing": "time", "replaying": "replays", "serving": "memory run", "profiling": "profile",
     "extracting": "extract", "grading": "grade",
 }
 WORKLOAD_NAMES = {"baseline": "the baseline", "mine": "your workload"}
@@ -50,6 +50,8 @@ class RunKind:
 _GRADE_STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "grading")
 _PROFILE_STAGES = ("starting", "importing", "preparing", "warmup", "profiling", "extracting")
 GRADE = RunKind("grade", "Grading", _GRADE_STAGES)
+# A serving puzzle's grade replays a trace in pairs instead of checking and timing calls.
+SERVING_GRADE = RunKind("grade", "Grading", ("starting", "importing", "preparing", "replaying", "grading"))
 CHECK = RunKind("check", "Quick check", _GRADE_STAGES[:-1])
 
 
@@ -58,7 +60,7 @@ def run_kind(key: str, puzzle: Puzzle) -> RunKind:
     if key == "check":
         return CHECK
     if key == "grade":
-        return GRADE
+        return SERVING_GRADE if puzzle.serving else GRADE
     _, which, *rest = key.split("-")
     profiler = rest[0] if rest else puzzle.profilers[0]
     title = f"Profiling {WORKLOAD_NAMES[which]}"

@@ -46,14 +46,14 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
         _order.shuffle(turns)
         served = {}
         for side, name in turns:
-            sink.stage("serving", f"{WHO[side.role]}: {'warm-up replay' if r == 0 else f'replay {r}'} of "
+            sink.stage("replaying", f"{WHO[side.role]}: {'warm-up replay' if r == 0 else f'replay {r}'} of "
                        f"{len(trace)} requests")
             served[name] = replay(side, name, trace, settings["limit_s"], stalled)
         checked += len(trace)
         mismatches += differing(served[candidate], served[oracle])
         if r > 0:
             pairs.append((serving.figures(served[oracle]), serving.figures(served[candidate])))
-        sink.progress("serving", r + 1, settings["replays"] + 1)
+        sink.progress("replaying", r + 1, settings["replays"] + 1)
     violations = learner.ask("finish").get("violations", [])
     ruler.ask("finish")
     if stalled:
