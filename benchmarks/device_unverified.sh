@@ -4,7 +4,7 @@
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
-# re-grades. Parts 27-34, 36 and 37 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20, 35, 38-41.
+# re-grades. Parts 27-34, 36 and 37 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20, 35, 38-42.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -166,19 +166,20 @@ case ${1:-1} in
   27) measure puzzle18 570 2 --which reference,alternatives/larger_static_batches,\
 alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   37) measure puzzle18 230 2 --no-recordings --which alternatives/small_static_batches ;;
-  # What puzzle18 lacks to ship (one GPU): how busy NVML sees the GPU under the reference and under servers that
-  # never run the model (the floor a serving grade needs is set from it), the reference's grades 3-5; then
-  # two more grades of each alternative that must reach a tier, and the baseline against itself.
-  38) step p18_gpu_busy 150 python3 challenges/puzzle18/sweeps/gpu_busy.py --traces 3 --json "$OUT/p18_gpu_busy.json"
-      measure puzzle18 300 3 --no-recordings --which reference ;;
+  # What puzzle18 lacks to ship (one GPU): the reference's grades 3-5; then two more grades of each alternative
+  # that must reach a tier, and the baseline against itself. (How busy NVML sees the GPU under servers that
+  # never run the model, which a serving floor is to be set from, is part 42's.)
+  38) measure puzzle18 300 3 --no-recordings --which reference ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings
   # and ncu fixtures (their recorded_on.txt). Each baseline's torch and ncu profiles and the reference's ncu
   # profile, one workspace a puzzle: about 100 s of builds and a minute of profiles on a fresh H100. Then
   # benchmarks/install_recordings.py RESULTS PUZZLE... puts them in place of the H200's.
-  40) for pid in puzzle11 puzzle12 puzzle14; do measure "$pid" 190 0 --recordings-only; done ;;
-  41) for pid in puzzle15 puzzle17; do measure "$pid" 280 0 --recordings-only; done ;;
+  40) for pid in puzzle11 puzzle12; do measure "$pid" 280 0 --recordings-only; done ;;
+  41) for pid in puzzle14 puzzle15; do measure "$pid" 280 0 --recordings-only; done ;;
+  42) measure puzzle17 280 0 --recordings-only
+      step p18_gpu_busy 150 python3 challenges/puzzle18/sweeps/gpu_busy.py --traces 3 --json "$OUT/p18_gpu_busy.json" ;;
   # Parts 22-24 measured the kernel puzzles on H200s; 28-30 on one H100 each (kind nvidia-h100-x1): their
   # gpu tests, then every style of each H200-measured kernel puzzle graded twice on the card the issue names.
   28) (export INFPROF_DRAFTS=1; step kernel_gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
