@@ -21,7 +21,6 @@ for scale. Nothing here grades: it is the measurement a floor would be set from.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import importlib.util
 import json
 import statistics
@@ -31,41 +30,10 @@ from pathlib import Path
 import torch
 
 from tutor.harness import serving
+from tutor.harness.gpu_busy import Nvml, busy_ms
 
 FOLDER = Path(__file__).parents[1]
-GPU_UTILIZATION_SAMPLES = 1  # nvmlSamplingType_t
-NVML_ERROR_NOT_FOUND = 6
 BF16_DENSE_TFLOPS = 989.0  # an H100 SXM's datasheet peak: the least work's scale, not a measurement
-
-
-class Sample(ctypes.Structure):  # nvmlSample_t: a timestamp in microseconds and an 8-byte value union
-    _fields_ = [("timestamp_us", ctypes.c_ulonglong), ("value", ctypes.c_ulonglong)]
-
-
-class Nvml:
-    """The samples NVML has buffered for GPU 0 since a timestamp."""
-
-    def __init__(self):
-        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
-        self._check(self.lib.nvmlInit_v2())
-        self.device = ctypes.c_void_p()
-        self._check(self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.device)))
-
-    def _check(self, code: int) -> None:
-        if code:
-            raise RuntimeError(f"NVML error {code}")
-
-    def samples_since(self, since_us: int) -> list[tuple[int, int]]:
-        kind, count = ctypes.c_int(), ctypes.c_uint(0)
-        args = (self.device, GPU_UTILIZATION_SAMPLES, ctypes.c_ulonglong(since_us), ctypes.byref(kind))
-        code = self.lib.nvmlDeviceGetSamples(*args, ctypes.byref(count), None)  # how many there are
-        if code == NVML_ERROR_NOT_FOUND:  # none since then
-            return []
-        self._check(code)
-        buffer = (Sample * max(count.value, 1))()
-        self._check(self.lib.nvmlDeviceGetSamples(*args, ctypes.byref(count), buffer))
-        # The value is an unsigned int (kind 0) in the union's low 4 bytes: a percent.
-        return [(s.timestamp_us, s.value & 0xFFFFFFFF) for s in buffer[:count.value] if s.timestamp_us > since_us]
 
 
 def load(relative: str, name: str):
@@ -132,12 +100,12 @@ def measure(nvml: Nvml, make_server, trace: list[serving.Request]) -> tuple[dict
     time.sleep(0.5)  # the last period's sample
     samples = nvml.samples_since(since)
     periods = [b[0] - a[0] for a, b in zip(samples, samples[1:])]
-    busy_ms = sum(pct / 100 * period / 1e3 for (_, pct), period in zip(samples[1:], periods))
+    busy = busy_ms(samples, since, samples[-1][0] if samples else since)  # the replay and the quiet around it
     tokens = sum(len(s.tokens) for s in served)
     return served, {"seconds": round(seconds, 3), "tokens": tokens, "samples": len(samples),
-            "period_ms": round(statistics.median(periods) / 1e3, 2) if periods else None,
-            "busy_ms": round(busy_ms, 2), "busy_ms_per_1k_tokens": round(busy_ms / tokens * 1e3, 3),
-            "max_percent": max((pct for _, pct in samples), default=0)}
+                    "period_ms": round(statistics.median(periods) / 1e3, 2) if periods else None,
+                    "busy_ms": round(busy, 2), "busy_ms_per_1k_tokens": round(busy / tokens * 1e3, 3),
+                    "max_percent": max((pct for _, pct in samples), default=0)}
 
 
 def main() -> None:
