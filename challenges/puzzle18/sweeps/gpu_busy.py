@@ -15,7 +15,9 @@ NVML keeps the GPU's utilization as samples (nvmlDeviceGetSamples, GPU_UTILIZATI
 of its period during which a kernel ran. Printed for each server and trace: the replay's seconds and
 tokens, the samples' count and median period, the GPU busy milliseconds they add up to (percent x period),
 and those per thousand tokens; then the model's least work for the trace (its FLOPs at the GPU's bf16 peak)
-for scale. Nothing here grades: it is the measurement a floor would be set from.
+for scale. First, what a grade would need to read it without waiting: how far back NVML's buffer reaches,
+and how its timestamps sit against the wall clock (a replay's own window read through time.time() is
+printed beside the samples' own). Nothing here grades: it is the measurement a floor would be set from.
 """
 
 from __future__ import annotations
@@ -94,9 +96,9 @@ def measure(nvml: Nvml, make_server, trace: list[serving.Request]) -> tuple[dict
     torch.cuda.synchronize()
     time.sleep(0.5)  # a quiet GPU first, and NVML's clock past this moment
     since = max((t for t, _ in nvml.samples_since(0)), default=0)
-    start = time.monotonic()
+    start, start_us = time.monotonic(), time.time() * 1e6
     served = serving.replay(trace, server.submit, server.step, limit_s=300)
-    seconds = time.monotonic() - start
+    seconds, end_us = time.monotonic() - start, time.time() * 1e6
     time.sleep(0.5)  # the last period's sample
     samples = nvml.samples_since(since)
     periods = [b[0] - a[0] for a, b in zip(samples, samples[1:])]
@@ -105,7 +107,10 @@ def measure(nvml: Nvml, make_server, trace: list[serving.Request]) -> tuple[dict
     return served, {"seconds": round(seconds, 3), "tokens": tokens, "samples": len(samples),
                     "period_ms": round(statistics.median(periods) / 1e3, 2) if periods else None,
                     "busy_ms": round(busy, 2), "busy_ms_per_1k_tokens": round(busy / tokens * 1e3, 3),
-                    "max_percent": max((pct for _, pct in samples), default=0)}
+                    "max_percent": max((pct for _, pct in samples), default=0),
+                    # If NVML stamps its samples in the wall clock's microseconds, the replay's own window
+                    # reads as much as the samples around it: what a grade could use without waiting.
+                    "busy_ms_wall_window": round(busy_ms(samples, start_us, end_us), 2)}
 
 
 def main() -> None:
@@ -121,6 +126,10 @@ def main() -> None:
                "gpu_table": lambda: TableServer(spec, following, on_gpu=True),
                "host_table": lambda: TableServer(spec, following, on_gpu=False)}
     nvml, rows = Nvml(), []
+    held = nvml.samples_since(0)  # how far back NVML's buffer reaches, and its clock against the wall's
+    print(json.dumps({"buffered_samples": len(held), "buffer_span_s": round((held[-1][0] - held[0][0]) / 1e6, 2)
+                      if held else 0, "newest_sample_minus_wall_s": round(held[-1][0] / 1e6 - time.time(), 3)
+                      if held else None}), flush=True)
     warm = servers["reference"]()  # the reference's first replay compiles and grows its allocator
     serving.replay(serving.draw_trace(spec, 99), warm.submit, warm.step, limit_s=300)
     for seed in range(args.traces):
