@@ -179,6 +179,7 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   40) for pid in puzzle11 puzzle12; do measure "$pid" 280 0 --recordings-only; done ;;
   41) for pid in puzzle14 puzzle15; do measure "$pid" 280 0 --recordings-only; done ;;
   42) measure puzzle17 280 0 --recordings-only
+      step gpu_busy_test 60 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_gpu_busy.py
       step p18_gpu_busy 150 python3 challenges/puzzle18/sweeps/gpu_busy.py --traces 3 --json "$OUT/p18_gpu_busy.json" ;;
   # Parts 22-24 measured the kernel puzzles on H200s; 28-30 on one H100 each (kind nvidia-h100-x1): their
   # gpu tests, then every style of each H200-measured kernel puzzle graded twice on the card the issue names.

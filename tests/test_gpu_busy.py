@@ -33,3 +33,34 @@ def test_the_first_sample_only_marks_where_the_next_period_starts():
 def test_without_a_driver_nvml_says_so_in_words():
     with pytest.raises(NvmlUnavailable, match="no NVIDIA driver library"):
         Nvml()
+
+
+@pytest.mark.gpu
+def test_a_second_of_matmuls_reads_busy_and_a_quiet_second_idle():
+    """On a GPU: NVML's samples over a second of back-to-back matmuls add up to most of that second, over a
+    second of sleep to nearly nothing (the reader a serving floor would use, before any grade relies on it)."""
+    import time
+
+    import torch
+
+    nvml = Nvml()
+    a = torch.randn(8192, 8192, device="cuda")
+    (a @ a).sum().item()
+    time.sleep(1.5)  # NVML's period is 1/6 s to 1 s, by the product: a whole one of quiet first
+    marks = [max(t for t, _ in nvml.samples_since(0))]
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize()
+    time.sleep(1.5)  # the sample that closes the work's last period has come
+    marks.append(max(t for t, _ in nvml.samples_since(0)))
+    time.sleep(1.5)
+    marks.append(max(t for t, _ in nvml.samples_since(0)))
+    samples = nvml.samples_since(0)
+    busy, quiet = busy_ms(samples, marks[0], marks[1]), busy_ms(samples, marks[1], marks[2])
+    periods = sorted(b[0] - a[0] for a, b in zip(samples, samples[1:]))
+    print(f"busy {busy:.0f} ms over {(marks[1] - marks[0]) / 1e3:.0f} ms, quiet {quiet:.0f} ms over "
+          f"{(marks[2] - marks[1]) / 1e3:.0f} ms; {len(samples)} samples, median period "
+          f"{periods[len(periods) // 2] / 1e3:.1f} ms")
+    assert 700 < busy < 2600 and quiet < 100
