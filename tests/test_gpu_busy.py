@@ -59,7 +59,7 @@ def test_a_second_of_matmuls_reads_busy_and_a_quiet_second_idle():
     marks.append(max(t for t, _ in nvml.samples_since(0)))
     samples = nvml.samples_since(0)
     busy, quiet = busy_ms(samples, marks[0], marks[1]), busy_ms(samples, marks[1], marks[2])
-    periods = sorted(b[0] - a[0] for a, b in zip(samples, samples[1:]))
+    periods = sorted(later[0] - earlier[0] for earlier, later in zip(samples, samples[1:]))
     print(f"busy {busy:.0f} ms over {(marks[1] - marks[0]) / 1e3:.0f} ms, quiet {quiet:.0f} ms over "
           f"{(marks[2] - marks[1]) / 1e3:.0f} ms; {len(samples)} samples, median period "
           f"{periods[len(periods) // 2] / 1e3:.1f} ms")
