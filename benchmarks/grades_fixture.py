@@ -81,16 +81,17 @@ def serving_row(puzzle: str, path: Path, grades: list[dict]) -> str:
                        ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
 
 
+COLUMNS = ("workload", "grades", "baseline ms", "its ms", "speed-up (median)", "lower bound", "tier then")
+SERVING_COLUMNS = ("workload", "grades", "baseline tokens/s", "its tokens/s", "throughput (median)", "lower bound",
+                   "p99 ratio (high)", "tier then")
+
+
 def main(puzzle: str, call: str, paths: list[str]) -> None:
-    if call == "--table" and any(json.loads(Path(p).read_text())[0].get("serving_pairs") for p in paths):
-        print("| workload | grades | baseline tokens/s | its tokens/s | throughput (median) | lower bound | "
-              "p99 ratio (high) | tier then |")
-        print("|---|---|---|---|---|---|---|---|")
-        print("\n".join(table_row(puzzle, Path(p)) for p in paths))
-        return
     if call == "--table":
-        print("| workload | grades | baseline ms | its ms | speed-up (median) | lower bound | tier then |")
-        print("|---|---|---|---|---|---|---|")
+        serving = any(json.loads(Path(p).read_text())[0].get("serving_pairs") for p in paths)
+        columns = SERVING_COLUMNS if serving else COLUMNS
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "---|" * len(columns))
         print("\n".join(table_row(puzzle, Path(p)) for p in paths))
         return
     found = [row for p in paths for row in rows(puzzle, call, Path(p))]

@@ -95,13 +95,12 @@ def test_a_recording_made_on_another_card_says_which(workspace, monkeypatch, cap
 def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tmp_path):
     """benchmarks/install_recordings.py: the H100's baseline recordings over the H200's, the reference's ncu
     export as the fixture the tests prefer, and the note naming the other card gone (or naming the card given)."""
-    import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "benchmarks" / "install_recordings.py"
-    spec = importlib.util.spec_from_file_location("install_recordings", path)
-    installer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(installer)
+    from tutor.harness.loading import load_module
+
+    script = Path(__file__).parents[1] / "benchmarks" / "install_recordings.py"
+    installer = load_module(script, "install_recordings", ())
     root, results = tmp_path / "repo", tmp_path / "results"
     recordings = root / "challenges" / "puzzle11" / "recordings"
     recordings.mkdir(parents=True)

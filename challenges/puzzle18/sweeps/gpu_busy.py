@@ -23,7 +23,6 @@ printed beside the samples' own). Nothing here grades: it is the measurement a f
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import time
@@ -33,16 +32,10 @@ import torch
 
 from tutor.harness import serving
 from tutor.harness.gpu_busy import Nvml, busy_ms
+from tutor.harness.loading import load_module
 
 FOLDER = Path(__file__).parents[1]
 BF16_DENSE_TFLOPS = 989.0  # an H100 SXM's datasheet peak: the least work's scale, not a measurement
-
-
-def load(relative: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, FOLDER / relative)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def successor_map(spec, w: dict) -> torch.Tensor:
@@ -118,7 +111,8 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    spec, reference = load("spec.py", "puzzle18_spec"), load("solution/workload.py", "puzzle18_reference")
+    spec = load_module(FOLDER / "spec.py", "puzzle18_spec", ("make_weights", "make_trace"))
+    reference = load_module(FOLDER / "solution" / "workload.py", "puzzle18_reference", ("prepare", "server"))
     weights = spec.make_weights(11, "cuda")
     state, following = reference.prepare(weights, "cuda"), successor_map(spec, weights)
     assert torch.equal(following.cpu(), spec.successor(11)), "the map read off the weights is not the chain"
