@@ -4,7 +4,8 @@
 # the floor's probe, the memory profiler and its fixtures (copy memory/ to tests/fixtures/memory/), the
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
-# re-grades. Parts 27-34, 36 and 37 ran on 2026-11-26 on one H100. Not yet run: 9, 10, 18, 20, 35, 38-42.
+# re-grades. Parts 27-34, 36-38 and 40-45 ran on 2026-11-26 on one H100 (39 as 44 and 45), 20 and 35 on
+# 2 H200s. Not yet run: 9, 10, 18, 46.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -170,6 +171,17 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   # that must reach a tier, and the baseline against itself. (How busy NVML sees the GPU under servers that
   # never run the model, which a serving floor is to be set from, is part 42's.)
   38) measure puzzle18 300 3 --no-recordings --which reference ;;
+  # The serving floor (NVML's busy time against the model's least FLOPs) in real grades: the cheat that leaves
+  # the GPU idle must be refused by it, the one that gathers on the GPU a step is known to pass (MEASUREMENTS.md).
+  43) measure puzzle18 340 1 --no-recordings --which cheats/host_table,cheats/gpu_table ;;
+  # Part 39 split in two calls that fit (each solution's profile of the baseline first, 80 s; a grade 75-90 s),
+  # the first beside part 43 again: its floor read over the NVML periods wholly inside each replay.
+  44) measure puzzle18 220 1 --no-recordings --which cheats/host_table,cheats/gpu_table
+      measure puzzle18 300 2 --no-recordings --which alternatives/larger_static_batches ;;
+  45) measure puzzle18 270 2 --no-recordings --which alternatives/continuous_full_slots
+      measure puzzle18 300 2 --no-recordings --which baseline ;;
+  # What puzzle18 lacks to ship (parts 38, 44 and 45 ran on 2026-11-26): small_static_batches graded twice more.
+  46) measure puzzle18 480 2 --no-recordings --which alternatives/small_static_batches ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings

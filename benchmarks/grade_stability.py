@@ -118,7 +118,7 @@ def main() -> int:
                      "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},
                      "samples_ms": raw.get("samples_ms", {}), "clocks": raw.get("clocks", {}),
                      # A serving grade's replay pairs: (the baseline's figures, the learner's), each.
-                     "serving_pairs": raw.get("pairs", []),
+                     "serving_pairs": raw.get("pairs", []), "gpu_busy": raw.get("gpu_busy"),
                      "host_timed": raw.get("host_timed", []), "facts": v.facts})
         sp = "  ".join(f"vs {k}{' (GPU)' if clock == 'gpu' else ''}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]"
                        for clock, (k, s) in tier_speedups(puzzle, rows[-1]["speedups"]))
@@ -129,6 +129,8 @@ def main() -> int:
             print(f"    {v.facts['source']}: {v.facts['config']}", flush=True)
         if rows[-1]["host_timed"]:
             print(f"    timed by the host clock: {rows[-1]['host_timed']}", flush=True)
+        for line in (d for c in v.criteria for d in c.details if d.startswith(("GPU busy", "physical floor"))):
+            print(f"    {line}", flush=True)  # a serving grade's NVML figures, each grade
         for c in v.criteria:
             if not c.passed or i == 0:
                 print(f"    {c.name}: {'pass' if c.passed else 'FAIL'}: {c.summary} {'; '.join(c.details[:4])}", flush=True)

@@ -3,12 +3,15 @@ measure_draft.py writes them) reduced to what tests/test_grading_rules.py reads 
 
     python benchmarks/grades_fixture.py PUZZLE CALL FILE... > tests/fixtures/h100_grades_PUZZLE_DATE.json
     python benchmarks/grades_fixture.py PUZZLE --table FILE...   # MEASUREMENTS.md's table rows instead
+    python benchmarks/grades_fixture.py PUZZLE --busy CALL FILE...  # a serving grade's NVML figures, each grade
 
 CALL names the device call the grades came from (MEASUREMENTS.md says which). A file's name says which
 solution it graded (PUZZLE_reference.json, PUZZLE_alternatives_NAME.json); the baseline's own grades
-are left out (no tier is expected of it). --table prints a Markdown row per file, the baseline's too:
-grades, the baseline's and its own median ms per grade, the speed-up's median and the lower bound of
-its interval per grade (on the clock of the puzzle's last tier), and the tiers the grades read then.
+are left out (no tier is expected of it), and so are cheats' (cheats/NAME: no tier either). --busy keeps
+every grade's NVML figures, the cheats' and the baseline's too (tests/test_serving_floor.py reads them).
+--table prints a Markdown row per file, the baseline's too: grades, the baseline's and its own median ms
+per grade, the speed-up's median and the lower bound of its interval per grade (on the clock of the
+puzzle's last tier), and the tiers the grades read then.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ SERVING_FIGURES = ("tokens_per_s", "latency_p99_s")  # what a serving tier reads
 
 def which_of(path: Path, puzzle: str) -> str:
     name = path.stem.removeprefix(f"{puzzle}_")
-    return "alternatives/" + name.removeprefix("alternatives_") if name.startswith("alternatives_") else name
+    for folder in ("alternatives", "cheats"):
+        if name.startswith(f"{folder}_"):
+            return f"{folder}/" + name.removeprefix(f"{folder}_")
+    return name
 
 
 def rounded(speedups: dict) -> dict:
@@ -33,7 +39,7 @@ def rounded(speedups: dict) -> dict:
 
 def rows(puzzle: str, call: str, path: Path) -> list[dict]:
     which = which_of(path, puzzle)
-    if which == "baseline":
+    if which == "baseline" or which.startswith("cheats/"):
         return []
     return [{"puzzle": puzzle, "which": which, "call": call, "run": g["run"], "rounds": g["rounds"],
              "tier_then": g["tier"], "speedups": rounded(g["speedups"]),
@@ -44,6 +50,11 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
              **({"serving_pairs": [[{k: round(side[k], 4) for k in SERVING_FIGURES} for side in pair]
                                    for pair in g["serving_pairs"]]} if g.get("serving_pairs") else {})}
             for g in json.loads(path.read_text())]
+
+
+def busy_rows(puzzle: str, call: str, path: Path) -> list[dict]:
+    return [{"puzzle": puzzle, "which": which_of(path, puzzle), "call": call, "run": g["run"], "tier_then": g["tier"],
+             "criteria": g["criteria"], "gpu_busy": g["gpu_busy"]} for g in json.loads(path.read_text())]
 
 
 def span(values: list[float], fmt: str) -> str:
@@ -94,7 +105,11 @@ def main(puzzle: str, call: str, paths: list[str]) -> None:
         print("|" + "---|" * len(columns))
         print("\n".join(table_row(puzzle, Path(p)) for p in paths))
         return
-    found = [row for p in paths for row in rows(puzzle, call, Path(p))]
+    if call == "--busy":
+        call, paths = paths[0], paths[1:]
+        found = [row for p in paths for row in busy_rows(puzzle, call, Path(p))]
+    else:
+        found = [row for p in paths for row in rows(puzzle, call, Path(p))]
     print("[\n" + ",\n".join(json.dumps(r) for r in found) + "\n]")
 
 

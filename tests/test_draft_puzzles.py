@@ -352,22 +352,21 @@ def test_the_device_script_names_only_puzzles_and_files_that_exist():
     assert graded and all(name in get_puzzle(pid, drafts=True).alternatives for pid, name in graded), graded
 
 
-def test_puzzle18_a_table_read_off_the_weights_serves_every_right_token_without_the_model():
-    """The cheat a floor for a serving grade must refuse (MEASUREMENTS.md; sweeps/gpu_busy.py measures how busy
-    the GPU is under it): the successor map read off the weights once, then a token a request a step from it,
-    the model never run. The tokens are right and come one a step, so correctness and the harness's rules
-    pass it: only the GPU's idleness could tell. The model's least work for a trace is under a TFLOP."""
+@pytest.mark.parametrize("cheat", ["host_table", "gpu_table"])
+def test_puzzle18s_cheats_serve_every_right_token_without_the_model(cheat):
+    """The cheats a serving grade's floor is held against (cheats/, MEASUREMENTS.md): the successor map read off
+    the weights once, then a token a request a step from it, the model never run. The tokens are right and
+    come one a step, so correctness and the harness's rules pass them: on a GPU, host_table leaves it idle
+    (refused by the floor, tests/test_serving_floor.py), gpu_table runs a gather a step (not refused)."""
     from tutor.harness import serving
 
-    spec, sweep = puzzle_file(P18, "spec.py"), puzzle_file(P18, "sweeps/gpu_busy.py")
-    following = sweep.successor_map(spec, spec.make_weights(2, "cpu"))
-    assert torch.equal(following, spec.successor(2))
+    spec, workload = puzzle_file(P18, "spec.py"), puzzle_file(P18, f"cheats/{cheat}.py")
+    state = workload.prepare(spec.make_weights(2, "cpu"), "cpu")
     trace = serving.trace_of(spec.make_trace(5))
-    for on_gpu in (True, False):
-        server = sweep.TableServer(spec, following, on_gpu)
-        served = serving.replay(trace, server.submit, server.step, limit_s=300)
-        assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served)
-    assert 0.1 < sweep.least_tflop(spec, trace) < 1.0
+    server = workload.server(state)
+    served = serving.replay(trace, server.submit, server.step, limit_s=300)
+    assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served)
+    assert 0.1e12 < spec.least_flops([(len(r.prompt), r.max_new) for r in trace]) < 1e12
 
 
 def test_puzzle18s_recording_shows_requests_waiting_on_batches_and_rows_idle():

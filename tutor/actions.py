@@ -22,7 +22,7 @@ from tutor.grading.fair_play import check_fair_play
 from tutor.grading.floor import check_floor
 from tutor.grading.performance import Measured, check_correctness, check_performance
 from tutor.grading.puzzle_checks import LearnerProfiles, puzzle_criteria
-from tutor.grading.serving import check_serving_correctness, check_serving_performance
+from tutor.grading.serving import check_serving_correctness, check_serving_floor, check_serving_performance
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.machine import PEAKS_DIR, require_hardware
 from tutor.metrics import ProfileMetrics
@@ -160,7 +160,9 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
         correctness = check_serving_correctness(result)
         performance, tier, estimates = check_serving_performance(puzzle, result)
         speedups = {"call": {puzzle.correctness.oracle: estimates["throughput"]}, "gpu": {}}
-        floor, timings_ms = [], {}
+        floor, floor_lines = check_serving_floor(result)
+        performance.details += floor_lines
+        timings_ms = {}
     else:
         correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
         measured = Measured.from_result(result)

@@ -25,6 +25,14 @@ FLOOR_LINE = """\
 """
 
 
+# tutor.grading.serving.check_serving_floor, in a learner's words.
+SERVING_FLOOR_LINE = """\
+- **Physical floor** — your replays must keep the GPU busy (NVML's samples, read by the harness)
+  for at least the time the model's least FLOPs for their requests take at this GPU's best rate
+  (`least_flops` in its spec.py): tokens the model never computed on the GPU are refused.
+"""
+
+
 def correctness_line(p: Puzzle) -> str:
     if p.serving:  # tutor.harness.serving_rounds
         return ("- **Correctness** — every request of every replay gets exactly the tokens that\n"
@@ -45,7 +53,7 @@ def speed_line(p: Puzzle) -> str:
 
 
 def grading_markdown(p: Puzzle) -> str:
-    floor = FLOOR_LINE if p.floor_checked else ""
+    floor = FLOOR_LINE if p.floor_checked else SERVING_FLOOR_LINE if p.serving and p.hardware.device == "cuda" else ""
     elsewhere = f"\n**On other GPUs**: {p.hardware.elsewhere}\n" if p.hardware.elsewhere else ""
     tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
     clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))

@@ -156,7 +156,7 @@ class Puzzle:
     @property
     def floor_checked(self) -> bool:
         """A GPU puzzle's calls are held to the physical floor (tutor.grading.floor); a serving puzzle's replays
-        have none yet (issue 18)."""
+        to theirs by how busy they kept the GPU (tutor.grading.serving.check_serving_floor)."""
         return self.hardware.device == "cuda" and not self.serving
 
     @property
@@ -168,9 +168,12 @@ class Puzzle:
         return self.folder / "alternatives" / f"{name}.py"
 
     def solution_path(self, which: str = "reference") -> Path:
-        """A workload.py known to pass: "reference" (the solution's), or "alternatives/NAME"."""
+        """A workload.py known to pass: "reference" (the solution's), or "alternatives/NAME"; or one known to
+        cheat, "cheats/NAME" (a grade must refuse it, or its puzzle's MEASUREMENTS.md says why it cannot)."""
         if which.startswith("alternatives/"):
             return self.alternative_path(which.split("/", 1)[1])
+        if which.startswith("cheats/"):
+            return self.folder / "cheats" / f"{which.split('/', 1)[1]}.py"
         return self.solution_dir / "workload.py"
 
 

@@ -81,8 +81,8 @@ def static_checks(puzzle: Puzzle) -> Iterator[Check]:
     yield from _notes(puzzle)
     if puzzle.floor_checked:
         yield _floor(puzzle)
-    elif puzzle.serving:  # what a server's replay can be held to is not built yet (the puzzle's MEASUREMENTS.md)
-        yield Check("floor", "skipped", "a serving puzzle: no floor for a replay yet (issue 18)")
+    elif puzzle.serving and puzzle.hardware.device == "cuda":
+        yield _serving_floor(puzzle)
 
 
 def least_work(puzzle: Puzzle, l2_bytes: int = 50 * 2**20) -> dict:
@@ -104,6 +104,24 @@ def _floor(puzzle: Puzzle) -> Check:
     if not work.get("what") or not any(work.get(key, 0) for key in ("hbm_bytes", "flops", "h2d_bytes")):
         return _failed("floor", f"least_work gave {work}: it needs 'what' and hbm_bytes, flops or h2d_bytes above 0")
     return _ok("floor", work["what"])
+
+
+def _serving_floor(puzzle: Puzzle) -> Check:
+    """A GPU serving puzzle states the least FLOPs of a trace's requests (tutor.grading.serving.check_serving_floor)."""
+    from tutor.harness import serving
+    from tutor.harness.loading import load_module
+
+    try:  # loaded as the harness loads it (it imports torch: only here)
+        spec = load_module(puzzle.folder / "spec.py", f"{puzzle.id}_spec", ("make_trace",))
+        trace = serving.draw_trace(spec, 0)
+        flops = spec.least_flops([(len(r.prompt), r.max_new) for r in trace])
+    except AttributeError:
+        return _failed("floor", "spec.py has no least_flops(lengths): state the FLOPs a trace's requests need")
+    except Exception as e:  # the author's code: any failure is a finding, not a crash of the checker
+        return _failed("floor", f"spec.least_flops failed: {type(e).__name__}: {e}")
+    if not flops > 0:
+        return _failed("floor", f"least_flops gave {flops} for a trace of {len(trace)} requests: it must be above 0")
+    return _ok("floor", f"{flops / 1e12:.3g} TFLOP for a trace of {len(trace)} requests")
 
 
 def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:

@@ -87,6 +87,17 @@ def successor_rows(embed, w1, w2):
     return mlp * (GENERAL**0.5 / mlp.norm(dim=1, keepdim=True))
 
 
+def least_flops(lengths: list[tuple[int, int]]) -> float:
+    """The model's FLOPs for requests of these (prompt, output) lengths: every token through the projections,
+    the MLP and the output layer once (2 a weight), attention's scores and sums over each token's context. At
+    an H100's best bf16 rate a trace's come to about a millisecond: a server's replay that kept the GPU busy
+    for less did not run the model (tutor.grading.serving.check_serving_floor)."""
+    weights = 4 * HIDDEN * HEADS * HEAD_DIM + 2 * HIDDEN * FFN + VOCAB * HIDDEN
+    tokens = sum(prompt + new for prompt, new in lengths)
+    contexts = sum((prompt + new) * (prompt + new + 1) // 2 for prompt, new in lengths)
+    return 2 * weights * tokens + 4 * HEADS * HEAD_DIM * contexts
+
+
 # A trace: requests, and their mean arrival rate a second. Outputs stop at 256 tokens and a trace has 512
 # requests so that a replay's throughput is the trace's many requests, not its one longest: with 256 requests
 # and outputs up to 1024, the reference's five pairs on the H100 read 3.40-5.49x (sweeps/trace_spread.py).

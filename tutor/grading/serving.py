@@ -10,8 +10,10 @@ longer waits earn nothing.
 
 from __future__ import annotations
 
+import statistics
 from typing import TYPE_CHECKING
 
+from tutor.grading.floor import SLACK
 from tutor.grading.verdict import Criterion
 from tutor.stats import Estimate, median_interval
 
@@ -86,3 +88,35 @@ def check_serving_performance(puzzle: Puzzle, result: dict) -> tuple[Criterion, 
            "interval counts)")
     return Criterion("performance", False, why + ".", details), "", estimates
 
+
+
+def check_serving_floor(result: dict) -> tuple[list[Criterion], list[str]]:
+    """How busy the GPU was during each side's replays (NVML's samples, read by the coordinator over the periods
+    wholly inside each replay), as evidence; and a failed criterion when the learner's replays kept it busy
+    for a smaller share of their time than the model's least FLOPs for their traces need at this GPU's best
+    rate: the tokens did not come from the model on this GPU."""
+    busy = result.get("gpu_busy")
+    if not busy:
+        return [], []
+    if "unavailable" in busy:
+        return [], [f"GPU busy time: not read this grade ({busy['unavailable']})"]
+    shares = {side: statistics.median(r["busy_ms"] / r["covered_ms"] if r["covered_ms"] else 0.0 for r in busy[side])
+              for side in ("oracle", "mine")}
+    lines = [f"GPU busy during the replays (NVML): yours {100 * shares['mine']:.1f}% of each replay's time, the "
+             f"baseline's server {100 * shares['oracle']:.1f}% (medians)"]
+    if "least_ms" not in busy:
+        return [], lines
+    # The least work spread over a replay, as a share of its time: what a server that ran the model must reach.
+    least = statistics.median(ms / (r["seconds"] * 1e3) for ms, r in zip(busy["least_ms"], busy["mine"]))
+    floor = (f"the model's least work for each replay's trace ({statistics.median(busy['least_ms']):.3g} ms at "
+             f"this {busy['rates']['gpu']}'s best bf16 rate, {busy['rates']['bf16_tflops']:.0f} TFLOP/s), "
+             f"{100 * least:.2g}% of a replay's time")
+    if shares["mine"] < least / SLACK:
+        return [Criterion("physical floor", False, "Your server kept the GPU busy for less time than the model's "
+                          "work takes: its tokens did not come from running the model here.",
+                          [f"your replays: the GPU busy {100 * shares['mine']:.2g}% of their time (median; NVML reads "
+                           "each of its periods, 200 ms on an H100, in whole percents)",
+                           f"floor: {floor}",
+                           "step() must run the puzzle's model on the GPU for the tokens it returns: no table "
+                           "or copy of the model's answers on the host."])], lines
+    return [], [*lines, f"physical floor: {floor}; yours {100 * shares['mine']:.1f}%"]

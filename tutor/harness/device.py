@@ -137,6 +137,11 @@ class Device:
         """Per workload: how it was timed, and every sample of its GPU, host and after-the-end clocks."""
         return {name: clock.summary() for name, clock in self._clock.clocks.items()} if self._clock else {}
 
+    def uuid(self) -> str | None:
+        """The GPU's UUID as CUDA gives it (NVML's, less its "GPU-"): what names it to NVML whatever
+        CUDA_VISIBLE_DEVICES renumbered (tutor.harness.gpu_busy)."""
+        return str(torch.cuda.get_device_properties(0).uuid) if self.cuda else None
+
     def describe(self) -> dict:
         info = {"device": self.name, "torch": torch.__version__}
         if self.cuda:

@@ -1,15 +1,18 @@
 """How busy the GPU was over a stretch of wall time, as NVML samples it: the coordinator's view of a server's
-replay, whatever process or stream ran the kernels (issue 18: a floor for a serving grade is to be set from
-it; challenges/puzzle18/sweeps/gpu_busy.py measures it on the H100 first).
+replay, whatever process or stream ran the kernels (a serving grade's floor and its evidence,
+tutor.harness.serving_rounds; challenges/puzzle18/sweeps/gpu_busy.py measured it on the H100).
 
 NVML keeps a buffer of utilization samples (nvmlDeviceGetSamples, GPU_UTILIZATION_SAMPLES): each a timestamp
 in microseconds and the percent of the period since the sample before during which a kernel ran. Read
-through ctypes from the driver's libnvidia-ml, so nothing beyond the driver is needed.
+through ctypes from the driver's libnvidia-ml, so nothing beyond the driver is needed. On the H100 (driver
+580) a sample came every 200 ms, the buffer held the last 14 s of them, and their timestamps were the wall
+clock's (time.time()) to within one period.
 """
 
 from __future__ import annotations
 
 import ctypes
+import time
 
 GPU_UTILIZATION_SAMPLES = 1  # nvmlSamplingType_t
 NVML_ERROR_NOT_FOUND = 6  # no sample since the timestamp asked for
@@ -26,14 +29,20 @@ class _Sample(ctypes.Structure):  # nvmlSample_t: a timestamp and an 8-byte valu
 class Nvml:
     """The utilization samples NVML holds for one GPU (NVML's index: the machine's order, not CUDA's)."""
 
-    def __init__(self, index: int = 0):
+    def __init__(self, index: int = 0, uuid: str | None = None):
+        """The GPU of NVML's `index`, or the one whose UUID is `uuid` (as CUDA names it, with or without NVML's
+        "GPU-"): a process's CUDA device 0 is NVML's index only when nothing renumbers the GPUs."""
         try:
             self.lib = ctypes.CDLL("libnvidia-ml.so.1")
         except OSError as e:
             raise NvmlUnavailable(f"no NVIDIA driver library (libnvidia-ml.so.1): {e}") from None
         self._check(self.lib.nvmlInit_v2(), "nvmlInit")
         self.device = ctypes.c_void_p()
-        self._check(self.lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.device)), f"GPU {index}")
+        if uuid is None:
+            self._check(self.lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.device)), f"GPU {index}")
+        else:
+            named = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+            self._check(self.lib.nvmlDeviceGetHandleByUUID(named.encode(), ctypes.byref(self.device)), named)
 
     @staticmethod
     def _check(code: int, what: str) -> None:
@@ -67,3 +76,63 @@ def busy_ms(samples: list[tuple[int, int]], since_us: int, until_us: int) -> flo
         if inside > 0:
             total_us += percent / 100 * inside
     return total_us / 1e3
+
+
+def inner_busy_ms(samples: list[tuple[int, int]], since_us: int, until_us: int) -> tuple[float, float]:
+    """(milliseconds a kernel ran, milliseconds covered) over the periods wholly inside the window: a period
+    that straddles its edge holds what ran before or after it too (a grade's other replay), and NVML cannot say
+    which part. What a grade's floor reads (tutor.grading.serving.check_serving_floor)."""
+    busy_us = covered_us = 0.0
+    for (start, _), (end, percent) in zip(samples, samples[1:]):
+        if start >= since_us and end <= until_us:
+            busy_us += percent / 100 * (end - start)
+            covered_us += end - start
+    return busy_us / 1e3, covered_us / 1e3
+
+
+# How often a watch reads NVML's buffer: well within the 14 s of samples it held on the H100.
+READ_EVERY_S = 4.0
+SETTLE_LIMIT_S = 2.0  # the longest wait for the sample that closes a window's last period (NVML: 1/6 s to 1 s)
+
+
+class BusyWatch:
+    """Every utilization sample from its start on, read before NVML's buffer drops it (`poll` as often as you
+    like: it reads every READ_EVERY_S), and the GPU's busy milliseconds over any window of wall-clock
+    microseconds in that span (`busy_ms`, once `settle` has read the samples that close them)."""
+
+    def __init__(self, nvml: Nvml, clock=time.time, sleep=time.sleep):
+        self.nvml, self.clock, self.sleep = nvml, clock, sleep
+        held = nvml.samples_since(0)
+        # The newest sample before the watch only marks where the first period after it begins.
+        self.samples: dict[int, int] = dict(held[-1:])
+        self.newest = held[-1][0] if held else 0
+        self.read_at = clock()
+
+    def now_us(self) -> int:
+        return int(self.clock() * 1e6)
+
+    def read(self) -> None:
+        for stamp, percent in self.nvml.samples_since(self.newest):
+            self.samples[stamp] = percent
+            self.newest = max(self.newest, stamp)
+        self.read_at = self.clock()
+
+    def poll(self) -> None:
+        if self.clock() - self.read_at >= READ_EVERY_S:
+            self.read()
+
+    def settle(self, until_us: int) -> bool:
+        """Read until a sample at or after `until_us` has come (the period holding it is closed); False if none
+        came within SETTLE_LIMIT_S."""
+        deadline = self.clock() + SETTLE_LIMIT_S
+        self.read()
+        while self.newest < until_us and self.clock() < deadline:
+            self.sleep(0.05)
+            self.read()
+        return self.newest >= until_us
+
+    def busy_ms(self, since_us: int, until_us: int) -> float:
+        return busy_ms(sorted(self.samples.items()), since_us, until_us)
+
+    def inner_busy_ms(self, since_us: int, until_us: int) -> tuple[float, float]:
+        return inner_busy_ms(sorted(self.samples.items()), since_us, until_us)

@@ -99,9 +99,15 @@ def floor_facts(spec, cache_folder: str | None) -> dict | None:
         return None
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     work = least_work(int(getattr(props, "L2_cache_size", 0)))
+    return {**work, **best_rates(cache_folder, host_link=bool(work.get("h2d_bytes")))}
+
+
+def best_rates(cache_folder: str | None, host_link: bool = False) -> dict:
+    """This GPU's best rates and its name; {"unavailable": why} when the probe could not run."""
     try:
-        measured = measure(host_link=bool(work.get("h2d_bytes")))
+        measured = measure(host_link=host_link)
     except RuntimeError as e:  # no room left by the workloads (OOM), a library error: no floor this grade,
         torch.cuda.empty_cache()  # never a failed grade
         return {"unavailable": f"{type(e).__name__}: {str(e)[:200]}"}
-    return {**work, **best_known(cache_folder, props.name, measured), "gpu": props.name}
+    name = torch.cuda.get_device_properties(torch.cuda.current_device()).name
+    return {**best_known(cache_folder, name, measured), "gpu": name}

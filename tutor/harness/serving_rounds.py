@@ -7,6 +7,10 @@ workload reports decides its speed. A side is asked one step at a time through i
 is thawed for its whole replay (its steps pay no thaw) while the ruler idles. Every request's tokens must
 equal the oracle's in the same pair: the oracle serves the same requests, and the puzzle's model makes its
 greedy tokens independent of how requests are batched.
+
+On a GPU the coordinator also reads how busy the GPU was during each replay, from NVML's own samples
+(tutor.harness.gpu_busy): the evidence of how much of a replay the model ran, and, against the spec's
+least_flops for the trace at the GPU's best rate, the floor a server that never runs the model falls under.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from tutor.harness import serving
 from tutor.harness.events import EventSink
+from tutor.harness.gpu_busy import BusyWatch, Nvml, NvmlUnavailable
 from tutor.harness.loading import load_module
 from tutor.harness.lockstep import WHO, Candidate, Side, with_sides
 
@@ -31,13 +36,16 @@ def serve_and_compare(request: dict, sink: EventSink) -> dict:
 
 def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Candidate) -> dict:
     candidate, oracle = request["candidate"], request["oracle"]
+    gpus = set()
     for side, name in ((ruler, oracle), (learner, candidate)):
         sink.stage("preparing", name)
         side.ask("prepare", name=name)
-        side.ask("prepared")
+        gpus.add(side.ask("prepared").get("gpu_uuid"))
     spec = load_module(Path(request["spec"]), "spec", ("make_trace",))
     settings = request["serving"]
-    pairs, mismatches, checked, stalled = [], [], 0, []
+    watch = busy_watch(request, gpus)
+    busy = {"oracle": [], "mine": []} if isinstance(watch, BusyWatch) else {"unavailable": watch}
+    pairs, mismatches, checked, stalled, least = [], [], 0, [], []
     # The first pair warms both servers up (compiles, graph captures, allocator growth) and is not counted.
     for r in range(settings["replays"] + 1):
         seed = secrets.randbelow(2**62)
@@ -48,36 +56,83 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
         for side, name in turns:
             sink.stage("replaying", f"{WHO[side.role]}: {'warm-up replay' if r == 0 else f'replay {r}'} of "
                        f"{len(trace)} requests")
-            served[name] = replay(side, name, trace, settings["limit_s"], stalled)
+            served[name], window = replay(side, name, trace, settings["limit_s"], stalled, watch)
+            if r > 0 and "unavailable" not in busy:
+                busy["mine" if name == candidate else "oracle"].append(window)
         checked += len(trace)
         mismatches += differing(served[candidate], served[oracle])
         if r > 0:
             pairs.append((serving.figures(served[oracle]), serving.figures(served[candidate])))
+            least.append(least_flops(spec, trace))
         sink.progress("replaying", r + 1, settings["replays"] + 1)
     violations = learner.ask("finish").get("violations", [])
-    ruler.ask("finish")
+    rates = ruler.ask("finish").get("rates")
     if stalled:
         violations.append("GPU work your process left running kept the GPU busy when the puzzle's server was "
                           "to start its replay: step() must finish its work before it returns")
     return {"pairs": pairs, "requests_checked": checked, "mismatches": len(mismatches),
-            "mismatched": mismatches[:MISMATCHES_SHOWN], "violations": violations}
+            "mismatched": mismatches[:MISMATCHES_SHOWN], "violations": violations,
+            **({"gpu_busy": busy_figures(watch, busy, least, rates)} if request["device"] == "cuda" else {})}
 
 
-def replay(side: Side, name: str, trace: list[serving.Request], limit_s: float,
-           stalled: list[str]) -> list[serving.Served]:
-    """One replay of `trace` by a fresh server of `name`, each submit and step a message to its process;
-    `name` joins `stalled` if the GPU never went quiet before it."""
+def replay(side: Side, name: str, trace: list[serving.Request], limit_s: float, stalled: list[str],
+           watch: BusyWatch | str | None = None) -> tuple[list[serving.Served], tuple[int, int] | None]:
+    """One replay of `trace` by a fresh server of `name`, each submit and step a message to its process, and
+    its window in wall-clock microseconds (NVML's clock) when a `watch` reads how busy the GPU was; `name`
+    joins `stalled` if the GPU never went quiet before it."""
     if side.ask("open_server", name=name)["waited_ms"] < 0:
         stalled.append(name)
+    watching = isinstance(watch, BusyWatch)
+    if watching:
+        watch.read()  # nothing NVML held before the window is lost to its buffer
+    step = lambda: side.ask("step", name=name)["tokens"]  # noqa: E731
     with side.thawed() if isinstance(side, Candidate) else nullcontext():
+        start = watch.now_us() if watching else 0
         served = serving.replay(
             trace,
             submit=lambda rid, prompt, max_new: side.ask("submit", name=name, rid=rid, prompt=list(prompt),
                                                          max_new=max_new),
-            step=lambda: side.ask("step", name=name)["tokens"],
+            step=(lambda: (watch.poll(), step())[1]) if watching else step,
             limit_s=limit_s)
+        window = (start, watch.now_us()) if watching else None
     side.ask("close_server", name=name)
-    return served
+    return served, window
+
+
+def busy_watch(request: dict, gpus: set[str | None]) -> BusyWatch | str:
+    """A watch on the GPU both sides run on, or why there is none (no GPU, no NVML, sides on two GPUs)."""
+    if request["device"] != "cuda":
+        return "no GPU"
+    if len(gpus) != 1 or None in gpus:
+        return f"the two sides named GPUs {sorted(map(str, gpus))}"
+    try:
+        return BusyWatch(Nvml(uuid=gpus.pop()))
+    except NvmlUnavailable as e:
+        return str(e)
+
+
+def least_flops(spec, trace: list[serving.Request]) -> float | None:
+    """The spec's least FLOPs for the trace's requests (their prompt and output lengths), if it states them."""
+    stated = getattr(spec, "least_flops", None)
+    return float(stated([(len(r.prompt), r.max_new) for r in trace])) if callable(stated) else None
+
+
+def busy_figures(watch: BusyWatch | str, busy: dict, least: list[float | None], rates: dict | None) -> dict:
+    """Each counted replay's seconds and, over the NVML periods wholly inside it, the milliseconds they cover
+    and the busy milliseconds in them (a side's list each); with the least milliseconds each pair's trace
+    needs at the GPU's best bf16 rate where the spec states its FLOPs. Or why not read."""
+    if not isinstance(watch, BusyWatch):
+        return busy
+    if not watch.settle(max(end for side in ("oracle", "mine") for _, end in busy[side])):
+        return {"unavailable": "NVML gave no utilization sample after the last replay"}
+    figures = {side: [dict(zip(("busy_ms", "covered_ms"), (round(ms, 2) for ms in watch.inner_busy_ms(*w))),
+                           seconds=round((w[1] - w[0]) / 1e6, 4)) for w in busy[side]] for side in ("oracle", "mine")}
+    if not all(r["covered_ms"] for r in figures["mine"]):
+        return {"unavailable": "a replay of yours was shorter than NVML's sampling periods"}
+    if rates and "bf16_tflops" in rates and all(f is not None for f in least):
+        figures["least_ms"] = [round(f / (rates["bf16_tflops"] * 1e12) * 1e3, 4) for f in least]
+        figures["rates"] = {"bf16_tflops": rates["bf16_tflops"], "gpu": rates.get("gpu", "")}
+    return figures
 
 
 def differing(mine: list[serving.Served], oracle: list[serving.Served]) -> list[dict]:

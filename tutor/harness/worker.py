@@ -143,7 +143,8 @@ class Worker:
         self.prepared_bytes = self.device.allocated_bytes()
         if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
             self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
-        return {"warm_inputs": len(self.warm)}
+        # The coordinator reads how busy this GPU is during each replay (tutor.harness.gpu_busy): which GPU.
+        return {"warm_inputs": len(self.warm), "gpu_uuid": self.device.uuid()}
 
     def warm_up(self, index: int) -> dict:
         with self.device.range("warmup"):
@@ -248,6 +249,8 @@ class Worker:
                 result["facts"] = call_workload("spec.facts", self.spec.facts, self.states)
             if self.device.cuda:  # the least time a call can take here (learner code is frozen meanwhile)
                 result["floor"] = peaks.floor_facts(self.spec, self.request.get("peaks_cache"))
+                if self.serving:  # a replay's least GPU time: the spec's least_flops at this GPU's best rate
+                    result["rates"] = peaks.best_rates(self.request.get("peaks_cache"))
         return result
 
     # -- helpers ------------------------------------------------------------------------------

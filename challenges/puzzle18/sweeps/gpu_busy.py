@@ -6,8 +6,8 @@ reference and for two servers that never run the model (what a floor for a servi
 Each next token of this model is the successor of the last state in the prompt's topic, and that map can
 be read off the weights once: the MLP's output for each of the 511 states, against the output rows. A
 server that does so and then hands out a token a request a step gives every right token with the model
-never run: `gpu_table` gathers each step's next states from the map on the GPU and copies them back (a
-kernel and a copy a step), `host_table` looks them up in a Python list (the GPU idle). A grade's
+never run (cheats/): `gpu_table` gathers each step's next states from the map on the GPU and copies them
+back (a kernel and a copy a step), `host_table` looks them up in a Python list (the GPU idle). A grade's
 correctness and the rule of a token a step pass both. The coordinator could still tell them from a server
 that runs the model by how busy the GPU was during the replay: this measures that.
 
@@ -38,52 +38,6 @@ FOLDER = Path(__file__).parents[1]
 BF16_DENSE_TFLOPS = 989.0  # an H100 SXM's datasheet peak: the least work's scale, not a measurement
 
 
-def successor_map(spec, w: dict) -> torch.Tensor:
-    """The next state after each state, read off the weights: each state's MLP output against the output rows
-    of topic 0's states (the MLP never sees the topic)."""
-    x = w["embed"][spec.token(torch.arange(spec.STATES, device=w["embed"].device), 0)]
-    hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T
-    return (hidden @ w["out"][spec.TOPICS:spec.TOPICS + spec.STATES].T).argmax(-1)
-
-
-class TableServer:
-    """A token a request a step from the successor map, on the GPU (`on_gpu`) or from a host list."""
-
-    def __init__(self, spec, following: torch.Tensor, on_gpu: bool):
-        self.spec, self.on_gpu = spec, on_gpu
-        self.following = following if on_gpu else following.tolist()
-        self.live: dict[int, list[int]] = {}  # rid -> [topic, state, tokens left]
-
-    def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
-        topic, state = divmod(prompt[-1] - self.spec.TOPICS, self.spec.STATES)
-        self.live[rid] = [topic, state, max_new]
-
-    def step(self) -> dict[int, list[int]]:
-        rids = list(self.live)
-        states = [self.live[r][1] for r in rids]
-        if self.on_gpu:
-            states = self.following[torch.tensor(states, device=self.following.device)].tolist()
-        else:
-            states = [self.following[s] for s in states]
-        out = {}
-        for rid, state in zip(rids, states):
-            entry = self.live[rid]
-            entry[1], entry[2] = state, entry[2] - 1
-            out[rid] = [self.spec.token(state, entry[0])]
-            if entry[2] == 0:
-                del self.live[rid]
-        return out
-
-
-def least_tflop(spec, trace: list[serving.Request]) -> float:
-    """The model's FLOPs for the trace: every prompt and output token through the projections, the MLP and the
-    output layer once (2 a weight), attention's scores and sums over each token's context."""
-    weights = (4 * spec.HIDDEN * spec.HEADS * spec.HEAD_DIM + 2 * spec.HIDDEN * spec.FFN + spec.VOCAB * spec.HIDDEN)
-    tokens = sum(len(r.prompt) + r.max_new for r in trace)
-    contexts = sum(sum(range(1, len(r.prompt) + r.max_new + 1)) for r in trace)
-    return (2 * weights * tokens + 4 * spec.HEADS * spec.HEAD_DIM * contexts) / 1e12
-
-
 def measure(nvml: Nvml, make_server, trace: list[serving.Request]) -> tuple[dict, list[serving.Served]]:
     server = make_server()
     torch.cuda.synchronize()
@@ -112,13 +66,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     spec = load_module(FOLDER / "spec.py", "puzzle18_spec", ("make_weights", "make_trace"))
-    reference = load_module(FOLDER / "solution" / "workload.py", "puzzle18_reference", ("prepare", "server"))
-    weights = spec.make_weights(11, "cuda")
-    state, following = reference.prepare(weights, "cuda"), successor_map(spec, weights)
-    assert torch.equal(following.cpu(), spec.successor(11)), "the map read off the weights is not the chain"
-    servers = {"reference": lambda: reference.server(state),
-               "gpu_table": lambda: TableServer(spec, following, on_gpu=True),
-               "host_table": lambda: TableServer(spec, following, on_gpu=False)}
+    weights, servers = spec.make_weights(11, "cuda"), {}
+    for name, path in (("reference", "solution/workload.py"), ("gpu_table", "cheats/gpu_table.py"),
+                       ("host_table", "cheats/host_table.py")):
+        workload = load_module(FOLDER / path, f"puzzle18_{name}", ("prepare", "server"))
+        state = workload.prepare(weights, "cuda")
+        servers[name] = lambda workload=workload, state=state: workload.server(state)
     nvml, rows = Nvml(), []
     held = nvml.samples_since(0)  # how far back NVML's buffer reaches, and its clock against the wall's
     print(json.dumps({"buffered_samples": len(held), "buffer_span_s": round((held[-1][0] - held[0][0]) / 1e6, 2)
@@ -128,7 +81,7 @@ def main() -> None:
     serving.replay(serving.draw_trace(spec, 99), warm.submit, warm.step, limit_s=300)
     for seed in range(args.traces):
         trace = serving.draw_trace(spec, seed)
-        least_ms = least_tflop(spec, trace) / BF16_DENSE_TFLOPS * 1e3
+        least_ms = spec.least_flops([(len(r.prompt), r.max_new) for r in trace]) / BF16_DENSE_TFLOPS / 1e9
         tokens = {}
         for name, make in servers.items():
             served, figures = measure(nvml, make, trace)
