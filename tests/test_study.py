@@ -76,11 +76,20 @@ def test_the_cli_opens_the_recording_then_grades_the_diagnosis(workspace, monkey
     assert "diagnosed" not in capsys.readouterr().out
 
 
-def test_a_recording_made_on_another_card_says_which(workspace, monkeypatch, capsys):
-    """puzzle11's baseline was recorded on an H200 (the device lent no H100 that day): study mode says so,
-    in what it prints and in the diagnosis it grades; the others name the H100."""
-    from tutor.study import RECORDED_ON, recorded_on
+def test_a_recording_made_on_another_card_says_which(workspace, monkeypatch, capsys, tmp_path):
+    """A baseline recorded on another card (puzzle11's was an H200's until an H100 recorded it again): study mode
+    says so, in what it prints and in the diagnosis it grades; the others name the H100. Here puzzle11's
+    recordings, copied, carry the note it shipped with then."""
+    import shutil
 
+    from tutor.catalog import Puzzle
+    from tutor.study import RECORDED_ON, RECORDED_ON_FILE, recorded_on
+
+    copy = tmp_path / "recordings"
+    shutil.copytree(get_puzzle("puzzle11").recordings_dir, copy)
+    (copy / RECORDED_ON_FILE).write_text("an H200 (141 GB HBM3e; the H100's GH100 SMs and L2), torch 2.11 with CUDA 13.0\n")
+    shipped = Puzzle.recordings_dir.fget
+    monkeypatch.setattr(Puzzle, "recordings_dir", property(lambda p: copy if p.id == "puzzle11" else shipped(p)))
     assert recorded_on(get_puzzle("puzzle10")) == RECORDED_ON
     monkeypatch.chdir(workspace.root)
     assert main(["study", "puzzle11"]) == 0
