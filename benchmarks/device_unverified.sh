@@ -5,7 +5,7 @@
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
 # re-grades. Parts 27-34, 36-38 and 40-45 ran on 2026-11-26 on one H100 (39 as 44 and 45), 20 and 35 on
-# 2 H200s. Not yet run: 9, 10, 18, 46.
+# 2 H200s. Not yet run: 9, 10, 18, 46, 47.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -180,6 +180,12 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
       measure puzzle18 300 2 --no-recordings --which alternatives/larger_static_batches ;;
   45) measure puzzle18 270 2 --no-recordings --which alternatives/continuous_full_slots
       measure puzzle18 300 2 --no-recordings --which baseline ;;
+  # What puzzle16 and puzzle19 lack to ship (parts 20 and 35 ran on 2 x H200 on 2026-11-26): the references'
+  # last grades and a fourth grade of each puzzle19 alternative, both GPUs a grade (10-25 s each).
+  47) grades puzzle16 reference 120 1
+      grades puzzle19 reference 120 2
+      grades puzzle19 alternatives/graphed_step 100 1
+      grades puzzle19 alternatives/two_chunks 100 1 ;;
   # What puzzle18 lacks to ship (parts 38, 44 and 45 ran on 2026-11-26): small_static_batches graded twice more.
   46) measure puzzle18 480 2 --no-recordings --which alternatives/small_static_batches ;;
   39) measure puzzle18 570 2 --no-recordings \

@@ -24,6 +24,7 @@ def install(results: Path, puzzle: str, card: str | None, root: Path = ROOT) -> 
     found, recordings = results / puzzle, root / "challenges" / puzzle / "recordings"
     if not (found / BASELINE[0]).is_file():
         raise SystemExit(f"{found} has no {BASELINE[0]}: did the call record {puzzle}'s baseline?")
+    recordings.mkdir(exist_ok=True)  # a draft's first recordings
     done = []
     for name in BASELINE:
         if (found / name).is_file():

@@ -324,8 +324,8 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
     assert not wrong and sum(len(s.tokens) for s in served) > 12
 
 
-@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", False), ("puzzle18", True),
-                                                 ("puzzle19", False)])
+@pytest.mark.parametrize("puzzle_id, recorded", [("puzzle13", False), ("puzzle16", True), ("puzzle18", True),
+                                                 ("puzzle19", True)])
 def test_a_draft_passes_its_folder_checks_with_or_without_recordings(puzzle_id, recorded):
     checks = {c.name: c for c in static_checks(get_puzzle(puzzle_id, drafts=True))}
     assert puzzle_id not in all_puzzles() and checks["recordings"].status == ("ok" if recorded else "skipped")
@@ -435,3 +435,41 @@ def test_puzzle18s_traces_spread_its_ratio_less_than_the_h100_saw():
         larger.append(base / sweep.static(arrivals, outputs, 64, 0.005)[0])
     middle = statistics.median(reference)
     assert max(reference) / min(reference) < 1.15 and max(larger) < 0.8 * middle, (reference, larger)
+
+
+@pytest.mark.parametrize("puzzle_id", ["puzzle16", "puzzle19"])
+def test_the_2_gpu_drafts_h200_grades_read_each_style_at_its_tier_under_todays_bars(puzzle_id):
+    """Their first grades on 2 x H200 (device parts 20 and 35; MEASUREMENTS.md): each grade's tier again from its
+    speed-up's interval under puzzle.toml's bars, as it read then, each style at the tier the toml expects."""
+    import json
+
+    from test_grading_rules import reached
+
+    puzzle = get_puzzle(puzzle_id, drafts=True)
+    grades = json.loads((Path(__file__).parent / "fixtures" / f"h200x2_grades_{puzzle_id}_2026-11-26.json").read_text())
+    read = {}
+    for g in grades:
+        assert reached(g) == g["tier_then"], g
+        read.setdefault(g["which"], set()).add(reached(g) or "none")
+    assert read == {"reference": {"gold"}, **{f"alternatives/{name}": {tier} for name, tier in puzzle.alternatives.items()}}
+
+
+def test_the_2_gpu_drafts_recordings_show_what_their_diagnosis_cites():
+    """Rank 0's baseline profiles on 2 x H200 (device parts 20 and 35), read here as there: puzzle16's two 8 MB
+    copies through pageable host memory a call, the GPU mostly idle; puzzle19's 52 kernels a call, NCCL's
+    all-reduces a seventh of its GPU time beside the matmuls that read the weights four times."""
+    import json
+
+    from conftest import recording
+    from tutor.profilers.torch_trace import extract
+
+    for puzzle_id in ("puzzle16", "puzzle19"):
+        recorded = json.loads(recording(puzzle_id, "metrics.json").read_text())["values"]
+        v = extract(recording(puzzle_id, "trace.json.gz")).values
+        assert {k: v[k] for k in v} == {k: recorded[k] for k in v}, puzzle_id
+    p16 = json.loads(recording("puzzle16", "metrics.json").read_text())["values"]
+    assert p16["memcpy.pageable_per_iter"] == 2 and p16["memcpy.d2h_bytes_per_iter"] == 8 << 20
+    assert p16["kernels.category.memcpy.share"] > 0.9 and p16["gpu.busy_fraction"] < 0.2
+    p19 = json.loads(recording("puzzle19", "metrics.json").read_text())["values"]
+    assert p19["kernels.per_iter"] == 52 and 0.1 < p19["kernels.category.comm.share"] < 0.2
+    assert p19["kernels.category.gemm.share"] > 0.75
