@@ -446,12 +446,14 @@ def test_the_2_gpu_drafts_h200_grades_read_each_style_at_its_tier_under_todays_b
     from test_grading_rules import reached
 
     puzzle = get_puzzle(puzzle_id, drafts=True)
-    grades = json.loads((Path(__file__).parent / "fixtures" / f"h200x2_grades_{puzzle_id}_2026-11-26.json").read_text())
+    fixture = Path(__file__).parent / "fixtures" / f"h200x2_grades_{puzzle_id}_2026-11-26.json"
+    grades = json.loads(fixture.read_text())
     read = {}
     for g in grades:
         assert reached(g) == g["tier_then"], g
         read.setdefault(g["which"], set()).add(reached(g) or "none")
-    assert read == {"reference": {"gold"}, **{f"alternatives/{name}": {tier} for name, tier in puzzle.alternatives.items()}}
+    expected = {f"alternatives/{name}": {tier} for name, tier in puzzle.alternatives.items()}
+    assert read == {"reference": {"gold"}, **expected}
 
 
 def test_the_2_gpu_drafts_recordings_show_what_their_diagnosis_cites():

@@ -126,3 +126,18 @@ def test_settling_waits_for_the_sample_that_closes_the_window_and_gives_up_in_ti
     before = clock.now
     assert not stuck.settle(watch.now_us() + 10_000_000)
     assert clock.now - before == pytest.approx(SETTLE_LIMIT_S, abs=0.1)
+
+
+def test_a_watch_whose_nvml_stops_answering_says_why_and_lets_the_grade_go_on():
+    clock = Clock()
+    nvml = FakeNvml(clock, lambda t: 50)
+    watch = BusyWatch(nvml, clock, clock.sleep)
+
+    def refuse(since_us: int):
+        raise NvmlUnavailable("NVML error 999 for utilization samples")
+
+    nvml.samples_since = refuse
+    clock.now += 5.0
+    watch.poll()  # no exception: a grade is never failed by its evidence
+    assert watch.failed == "NVML error 999 for utilization samples"
+    assert not watch.settle(watch.now_us())

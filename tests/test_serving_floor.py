@@ -11,6 +11,7 @@ challenges/puzzle18/sweeps/gpu_busy.py, part 42): the same servers replayed in o
 
 from __future__ import annotations
 
+import ctypes.util
 import json
 import re
 from pathlib import Path
@@ -84,8 +85,9 @@ def test_without_nvml_or_a_gpu_nothing_is_refused_and_the_verdict_says_why():
     assert check_serving_floor({}) == ([], [])
     refused, lines = check_serving_floor({"gpu_busy": {"unavailable": "no NVIDIA driver library"}})
     assert refused == [] and lines == ["GPU busy time: not read this grade (no NVIDIA driver library)"]
-    assert busy_watch({"device": "cpu"}, {None}) == "no GPU"
-    assert "two sides named GPUs" in busy_watch({"device": "cuda"}, {"GPU-a", "GPU-b"})
+    assert busy_watch({"device": "cpu"}, None) == "no GPU"
+    if ctypes.util.find_library("nvidia-ml") is None:  # the GPU the ruler named, and no driver to read it from
+        assert "no NVIDIA driver library" in busy_watch({"device": "cuda"}, "0b5a-the-rulers-gpu")
 
 
 def test_a_spec_without_least_flops_gets_the_evidence_and_no_floor():

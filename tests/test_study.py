@@ -87,7 +87,8 @@ def test_a_recording_made_on_another_card_says_which(workspace, monkeypatch, cap
 
     copy = tmp_path / "recordings"
     shutil.copytree(get_puzzle("puzzle11").recordings_dir, copy)
-    (copy / RECORDED_ON_FILE).write_text("an H200 (141 GB HBM3e; the H100's GH100 SMs and L2), torch 2.11 with CUDA 13.0\n")
+    note = "an H200 (141 GB HBM3e; the H100's GH100 SMs and L2), torch 2.11 with CUDA 13.0"
+    (copy / RECORDED_ON_FILE).write_text(note + "\n")
     shipped = Puzzle.recordings_dir.fget
     monkeypatch.setattr(Puzzle, "recordings_dir", property(lambda p: copy if p.id == "puzzle11" else shipped(p)))
     assert recorded_on(get_puzzle("puzzle10")) == RECORDED_ON

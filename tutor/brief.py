@@ -29,7 +29,7 @@ FLOOR_LINE = """\
 SERVING_FLOOR_LINE = """\
 - **Physical floor** — your replays must keep the GPU busy (NVML's samples, read by the harness)
   for at least the time the model's least FLOPs for their requests take at this GPU's best rate
-  (`least_flops` in its spec.py): tokens the model never computed on the GPU are refused.
+  (`least_flops` in its spec.py): a server that hands out tokens with the GPU idle is refused.
 """
 
 
@@ -53,7 +53,9 @@ def speed_line(p: Puzzle) -> str:
 
 
 def grading_markdown(p: Puzzle) -> str:
-    floor = FLOOR_LINE if p.floor_checked else SERVING_FLOOR_LINE if p.serving and p.hardware.device == "cuda" else ""
+    floor = FLOOR_LINE if p.floor_checked else ""
+    if p.serving and p.hardware.device == "cuda":
+        floor = SERVING_FLOOR_LINE
     elsewhere = f"\n**On other GPUs**: {p.hardware.elsewhere}\n" if p.hardware.elsewhere else ""
     tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
     clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))

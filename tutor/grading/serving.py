@@ -89,7 +89,6 @@ def check_serving_performance(puzzle: Puzzle, result: dict) -> tuple[Criterion, 
     return Criterion("performance", False, why + ".", details), "", estimates
 
 
-
 def check_serving_floor(result: dict) -> tuple[list[Criterion], list[str]]:
     """How busy the GPU was during each side's replays (NVML's samples, read by the coordinator over the periods
     wholly inside each replay), as evidence; and a failed criterion when the learner's replays kept it busy
@@ -100,8 +99,8 @@ def check_serving_floor(result: dict) -> tuple[list[Criterion], list[str]]:
         return [], []
     if "unavailable" in busy:
         return [], [f"GPU busy time: not read this grade ({busy['unavailable']})"]
-    shares = {side: statistics.median(r["busy_ms"] / r["covered_ms"] if r["covered_ms"] else 0.0 for r in busy[side])
-              for side in ("oracle", "mine")}
+    shares = {side: statistics.median(r["busy_ms"] / r["covered_ms"] if r["covered_ms"] else 0.0
+                                      for r in busy[side]) for side in ("oracle", "mine")}
     lines = [f"GPU busy during the replays (NVML): yours {100 * shares['mine']:.1f}% of each replay's time, the "
              f"baseline's server {100 * shares['oracle']:.1f}% (medians)"]
     if "least_ms" not in busy:

@@ -107,14 +107,20 @@ class BusyWatch:
         self.samples: dict[int, int] = dict(held[-1:])
         self.newest = held[-1][0] if held else 0
         self.read_at = clock()
+        self.failed = ""  # why NVML stopped answering mid-grade: then nothing is read, and the grade goes on
 
     def now_us(self) -> int:
         return int(self.clock() * 1e6)
 
     def read(self) -> None:
-        for stamp, percent in self.nvml.samples_since(self.newest):
-            self.samples[stamp] = percent
-            self.newest = max(self.newest, stamp)
+        if self.failed:
+            return
+        try:
+            for stamp, percent in self.nvml.samples_since(self.newest):
+                self.samples[stamp] = percent
+                self.newest = max(self.newest, stamp)
+        except NvmlUnavailable as e:
+            self.failed = str(e)
         self.read_at = self.clock()
 
     def poll(self) -> None:
@@ -126,7 +132,7 @@ class BusyWatch:
         came within SETTLE_LIMIT_S."""
         deadline = self.clock() + SETTLE_LIMIT_S
         self.read()
-        while self.newest < until_us and self.clock() < deadline:
+        while self.newest < until_us and self.clock() < deadline and not self.failed:
             self.sleep(0.05)
             self.read()
         return self.newest >= until_us

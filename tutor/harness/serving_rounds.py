@@ -36,14 +36,15 @@ def serve_and_compare(request: dict, sink: EventSink) -> dict:
 
 def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Candidate) -> dict:
     candidate, oracle = request["candidate"], request["oracle"]
-    gpus = set()
+    prepared = {}
     for side, name in ((ruler, oracle), (learner, candidate)):
         sink.stage("preparing", name)
         side.ask("prepare", name=name)
-        gpus.add(side.ask("prepared").get("gpu_uuid"))
+        prepared[side.role] = side.ask("prepared")
     spec = load_module(Path(request["spec"]), "spec", ("make_trace",))
     settings = request["serving"]
-    watch = busy_watch(request, gpus)
+    # The ruler's word for the GPU, never the learner's process's: both sides run on it.
+    watch = busy_watch(request, prepared[ruler.role].get("gpu_uuid"))
     busy = {"oracle": [], "mine": []} if isinstance(watch, BusyWatch) else {"unavailable": watch}
     pairs, mismatches, checked, stalled, least = [], [], 0, [], []
     # The first pair warms both servers up (compiles, graph captures, allocator growth) and is not counted.
@@ -99,14 +100,12 @@ def replay(side: Side, name: str, trace: list[serving.Request], limit_s: float, 
     return served, window
 
 
-def busy_watch(request: dict, gpus: set[str | None]) -> BusyWatch | str:
-    """A watch on the GPU both sides run on, or why there is none (no GPU, no NVML, sides on two GPUs)."""
-    if request["device"] != "cuda":
+def busy_watch(request: dict, gpu_uuid: str | None) -> BusyWatch | str:
+    """A watch on the GPU the ruler named, or why there is none (no GPU, no NVML)."""
+    if request["device"] != "cuda" or gpu_uuid is None:
         return "no GPU"
-    if len(gpus) != 1 or None in gpus:
-        return f"the two sides named GPUs {sorted(map(str, gpus))}"
     try:
-        return BusyWatch(Nvml(uuid=gpus.pop()))
+        return BusyWatch(Nvml(uuid=gpu_uuid))
     except NvmlUnavailable as e:
         return str(e)
 
@@ -124,7 +123,7 @@ def busy_figures(watch: BusyWatch | str, busy: dict, least: list[float | None], 
     if not isinstance(watch, BusyWatch):
         return busy
     if not watch.settle(max(end for side in ("oracle", "mine") for _, end in busy[side])):
-        return {"unavailable": "NVML gave no utilization sample after the last replay"}
+        return {"unavailable": watch.failed or "NVML gave no utilization sample after the last replay"}
     figures = {side: [dict(zip(("busy_ms", "covered_ms"), (round(ms, 2) for ms in watch.inner_busy_ms(*w))),
                            seconds=round((w[1] - w[0]) / 1e6, 4)) for w in busy[side]] for side in ("oracle", "mine")}
     if not all(r["covered_ms"] for r in figures["mine"]):
