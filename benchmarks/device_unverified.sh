@@ -78,7 +78,8 @@ case ${1:-1} in
   9) sweeps() {
        step sweep_puzzle5 100 python3 challenges/puzzle5/sweeps/step_costs.py
        step sweep_puzzle7 180 python3 challenges/puzzle7/sweeps/copy_threads.py --calls 9
-       step latency 250 python3 benchmarks/grade_latency.py puzzle3 --warm --runs 2 --json "$OUT/latency.json"
+       step sweep_puzzle7_d2h 45 python3 challenges/puzzle7/sweeps/d2h_paths.py  # its next scene: the way back
+       step latency 230 python3 benchmarks/grade_latency.py puzzle3 --warm --runs 2 --json "$OUT/latency.json"
      }
      tests() {
        (export INFPROF_DRAFTS=1; step draft_gpu_tests 520 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
