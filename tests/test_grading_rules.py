@@ -241,6 +241,13 @@ def test_the_fixture_writer_keeps_what_these_tests_read(tmp_path):
                      "tier_then": "silver", "rules_passed": False, "mine_gpu_clock": "held",
                      "speedups": {"call": {"baseline": {"median": 2.0, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}}}]
     assert reached(rows[0]) == ""  # fast enough, but its rule failed
+    # A cheat's grades (cheats/NAME) stay out of the tiers' fixture, and --busy keeps every grade's NVML figures.
+    busy = {"oracle": [], "mine": [], "least_ms": []}
+    (tmp_path / "puzzle18_cheats_host_table.json").write_text(json.dumps([{**grade, "gpu_busy": busy}]))
+    assert writer.rows("puzzle18", "part44", tmp_path / "puzzle18_cheats_host_table.json") == []
+    assert writer.busy_rows("puzzle18", "part44", tmp_path / "puzzle18_cheats_host_table.json") == [
+        {"puzzle": "puzzle18", "which": "cheats/host_table", "call": "part44", "run": 1, "tier_then": "silver",
+         "criteria": grade["criteria"], "gpu_busy": busy}]
 
 
 def test_a_serving_grade_is_re_read_from_its_replay_pairs():
