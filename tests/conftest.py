@@ -48,6 +48,21 @@ def ptxas_kernel(tmp_path, puzzle, relative: str):
     return kernel
 
 
+class VirtualClock:
+    """A clock the test moves: called, the time in seconds; wait() and sleep() move it on, never back."""
+
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+
+    sleep = wait
+
+
 def relative_l2(got, expected) -> float:
     """‖got − expected‖ / ‖expected‖ in float64: the harness's correctness measure (tutor.harness.checks.compare)."""
     import torch

@@ -98,7 +98,7 @@ SETTLE_LIMIT_S = 2.0  # the longest wait for the sample that closes a window's l
 class BusyWatch:
     """Every utilization sample from its start on, read before NVML's buffer drops it (`poll` as often as you
     like: it reads every READ_EVERY_S), and the GPU's busy milliseconds over any window of wall-clock
-    microseconds in that span (`busy_ms`, once `settle` has read the samples that close them)."""
+    microseconds in that span (`inner_busy_ms`, once `settle` has read the samples that close them)."""
 
     def __init__(self, nvml: Nvml, clock=time.time, sleep=time.sleep):
         self.nvml, self.clock, self.sleep = nvml, clock, sleep
@@ -136,9 +136,6 @@ class BusyWatch:
             self.sleep(0.05)
             self.read()
         return self.newest >= until_us
-
-    def busy_ms(self, since_us: int, until_us: int) -> float:
-        return busy_ms(sorted(self.samples.items()), since_us, until_us)
 
     def inner_busy_ms(self, since_us: int, until_us: int) -> tuple[float, float]:
         return inner_busy_ms(sorted(self.samples.items()), since_us, until_us)

@@ -58,7 +58,7 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
             sink.stage("replaying", f"{WHO[side.role]}: {'warm-up replay' if r == 0 else f'replay {r}'} of "
                        f"{len(trace)} requests")
             served[name], window = replay(side, name, trace, settings["limit_s"], stalled, watch)
-            if r > 0 and "unavailable" not in busy:
+            if r > 0 and window:
                 busy["mine" if name == candidate else "oracle"].append(window)
         checked += len(trace)
         mismatches += differing(served[candidate], served[oracle])
