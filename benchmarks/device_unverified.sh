@@ -5,7 +5,8 @@
 # warm harness and its latency, dev check. Parts 5-24 (a 2-GPU host, one job a GPU; 5-8 and 11-16 ran on
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
 # re-grades. Parts 27-34, 36-38 and 40-45 ran on 2026-11-26 on one H100 (39 as 44 and 45), 20 and 35 on
-# 2 H200s. Not yet run: 9, 10, 18, 46, 47.
+# 2 H200s; then 48 (47 and 18's grades), 49 (9's sweeps, 18's gpu tests), 10 and 51 on 2 H200s, 50 (46) on
+# one H100. Every part has run.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -187,8 +188,33 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
       grades puzzle19 reference 120 2
       grades puzzle19 alternatives/graphed_step 100 1
       grades puzzle19 alternatives/two_chunks 100 1 ;;
+  # Parts 47 and 18's grades in one call (2026-11-26, 2 x H200; each grade both GPUs): what puzzle16 and
+  # puzzle19 lack to ship, then puzzle13's alternatives graded 4 times each and its reference twice more.
+  48) grades puzzle16 reference 120 1
+      grades puzzle19 reference 120 2
+      grades puzzle19 alternatives/graphed_step 100 1
+      grades puzzle19 alternatives/two_chunks 100 1
+      grades puzzle13 alternatives/buckets 100 4; grades puzzle13 alternatives/coalesced 100 4
+      grades puzzle13 reference 60 2 ;;
+  # Part 9's sweeps (issue 14's next scenes for puzzle5 and puzzle7) on one GPU, beside the gpu tests part 18
+  # was to run on the other (one GPU each; the NCCL and app tests left out as there).
+  49) sweeps() {
+        step sweep_puzzle5 100 python3 challenges/puzzle5/sweeps/step_costs.py
+        step sweep_puzzle7 180 python3 challenges/puzzle7/sweeps/copy_threads.py --calls 9
+        step sweep_puzzle7_d2h 45 python3 challenges/puzzle7/sweeps/d2h_paths.py
+      }
+      (export INFPROF_DRAFTS=1; on_gpu 1 step gpu_tests 330 python3 -m pytest -s -m gpu -p no:cacheprovider -v \
+        --durations=20 --ignore=tests/test_ranks.py --ignore=tests/test_app.py \
+        --ignore=tests/test_app_snapshots.py tests/ \
+        -k "not nccl and not anticheat and not comparators_out_of_reach and not compile_report and not puzzle7") &
+      on_gpu 0 sweeps & wait ;;
   # What puzzle18 lacks to ship (parts 38, 44 and 45 ran on 2026-11-26): small_static_batches graded twice more.
-  46) measure puzzle18 480 2 --no-recordings --which alternatives/small_static_batches ;;
+  # Part 49's NVML test read NVML's GPU 0 from CUDA's GPU 1 (mended: it names the GPU by UUID): again on one
+  # GPU, then small_static_batches.
+  50) step gpu_busy_test 60 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_gpu_busy.py
+      measure puzzle18 480 2 --no-recordings --which alternatives/small_static_batches ;;
+  # puzzle13 ships with its baseline's rank-0 profile recorded (study mode, the CPU tests), as 16 and 19 do.
+  51) measure puzzle13 240 0 --recordings-only ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings

@@ -51,9 +51,11 @@ def test_unknown_puzzle_lists_known_ones():
 
 def test_a_multi_gpu_puzzle_cannot_put_a_tier_on_the_gpu_clock(tmp_path):
     folder = tmp_path / "p"
-    shutil.copytree(get_puzzle("puzzle13", drafts=True).folder, folder)
+    shutil.copytree(get_puzzle("puzzle13").folder, folder)
     meta = folder / "puzzle.toml"
-    meta.write_text(meta.read_text().replace("min_speedup = 20.0", 'min_speedup = 20.0\nclock = "gpu"', 1))
+    text = meta.read_text()
+    assert "min_speedup = 40.0" in text  # gold's bar: the edit below must find it
+    meta.write_text(text.replace("min_speedup = 40.0", 'min_speedup = 40.0\nclock = "gpu"', 1))
     with pytest.raises(TutorError) as info:
         load_puzzle(folder)
     assert "has clock 'gpu'" in info.value.message and "slowest rank" in info.value.message

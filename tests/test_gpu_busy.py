@@ -51,7 +51,7 @@ def test_a_second_of_matmuls_reads_busy_and_a_quiet_second_idle():
 
     import torch
 
-    nvml = Nvml()
+    nvml = Nvml(uuid=str(torch.cuda.get_device_properties(0).uuid))  # CUDA's device 0, not NVML's
     a = torch.randn(8192, 8192, device="cuda")
     (a @ a).sum().item()
     time.sleep(1.5)  # NVML's period is 1/6 s to 1 s, by the product: a whole one of quiet first

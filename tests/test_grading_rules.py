@@ -32,9 +32,11 @@ H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_2026
 # wrote them): 4-8 grades a solution, fewer than issue 13's ten, and the GPU clock taken from an idle GPU where a
 # forward() waits for the GPU, as it must be.
 # Every GH100 grade on record, by puzzle: a puzzle re-graded later (puzzle4's and puzzle8's new weights) has
-# a second file, and both count; so do grades from an H200 (the H100's SMs and clocks, more HBM), named so.
+# a second file, and both count; so do grades from an H200 (the H100's SMs and clocks, more HBM), named so, and
+# the multi-GPU puzzles' from 2 x H200 (h200x2_...), the host issue 18 names for them.
+GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_grades_puzzle*_*.json"))
 MEASURED_GRADES: dict[str, list] = {}
-for _path in sorted((Path(__file__).parent / "fixtures").glob("h[12]00_grades_puzzle*_*.json")):
+for _path in GRADE_FIXTURES:
     MEASURED_GRADES.setdefault(_path.name.split("_")[2], []).extend(json.loads(_path.read_text()))
 CPU_GRADES = json.loads((Path(__file__).parent / "fixtures" / "cpu_puzzle0_grades_2026-11-25.json").read_text())
 
@@ -192,17 +194,29 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
         {w: len(t) for w, t in tiers.items()}
 
 
+def card_of(fixture: Path) -> str:
+    return fixture.name.split("_")[0]  # h100, h200 or h200x2
+
+
 def test_every_puzzle_graded_on_an_h200_was_graded_on_an_h100_too():
     """The H200 has the H100's SMs and L2 but faster HBM, so its grades cannot stand alone: every style of a
-    puzzle measured there has grades on the card the puzzle is for, the reference five of them."""
-    fixtures = sorted((Path(__file__).parent / "fixtures").glob("h[12]00_grades_puzzle*_*.json"))
-    on = {card: {(g["puzzle"], g["which"]) for path in fixtures if path.name.startswith(card)
+    one-GPU puzzle measured there has grades on the card the puzzle is for, the reference five of them."""
+    on = {card: {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES if card_of(path) == card
                  for g in json.loads(path.read_text())} for card in ("h100", "h200")}
     assert on["h200"] and on["h200"] <= on["h100"], sorted(on["h200"] - on["h100"])
     for puzzle_id in {puzzle for puzzle, _ in on["h200"]}:
-        h100_references = [g for path in fixtures if path.name.startswith(f"h100_grades_{puzzle_id}_")
+        h100_references = [g for path in GRADE_FIXTURES if path.name.startswith(f"h100_grades_{puzzle_id}_")
                            for g in json.loads(path.read_text()) if g["which"] == "reference"]
         assert len(h100_references) >= 5, puzzle_id
+
+
+def test_a_puzzles_grades_come_from_a_host_with_its_number_of_gpus():
+    """A multi-GPU puzzle is graded on 2 x H200 (issue 18's host, h200x2_...), and only a multi-GPU puzzle is."""
+    for path in GRADE_FIXTURES:
+        for g in json.loads(path.read_text()):
+            assert (card_of(path) == "h200x2") == (get_puzzle(g["puzzle"]).hardware.gpus == 2), (path.name, g["puzzle"])
+    assert {g["puzzle"] for path in GRADE_FIXTURES if card_of(path) == "h200x2" for g in json.loads(path.read_text())} \
+        == {"puzzle13", "puzzle16", "puzzle19"}
 
 
 def test_puzzle4s_eager_fix_was_graded_at_the_rounds_it_has_today():

@@ -72,7 +72,7 @@ def main() -> None:
         workload = load_module(FOLDER / path, f"puzzle18_{name}", ("prepare", "server"))
         state = workload.prepare(weights, "cuda")
         servers[name] = lambda workload=workload, state=state: workload.server(state)
-    nvml, rows = Nvml(), []
+    nvml, rows = Nvml(uuid=str(torch.cuda.get_device_properties(0).uuid)), []  # CUDA's device 0, not NVML's
     held = nvml.samples_since(0)  # how far back NVML's buffer reaches, and its clock against the wall's
     print(json.dumps({"buffered_samples": len(held), "buffer_span_s": round((held[-1][0] - held[0][0]) / 1e6, 2)
                       if held else 0, "newest_sample_minus_wall_s": round(held[-1][0] / 1e6 - time.time(), 3)
