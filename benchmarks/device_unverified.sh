@@ -6,7 +6,7 @@
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
 # re-grades. Parts 27-34, 36-38 and 40-45 ran on 2026-11-26 on one H100 (39 as 44 and 45), 20 and 35 on
 # 2 H200s; then 48 (47 and 18's grades), 49 (9's sweeps, 18's gpu tests), 10 and 51 on 2 H200s, 50 (46) on
-# one H100. Every part has run.
+# one H100; 52 and 53 on 2 H200s.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -215,6 +215,17 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
       measure puzzle18 480 2 --no-recordings --which alternatives/small_static_batches ;;
   # puzzle13 ships with its baseline's rank-0 profile recorded (study mode, the CPU tests), as 16 and 19 do.
   51) measure puzzle13 240 0 --recordings-only ;;
+  # The collectives' metrics (comm.*, issue 18's evidence): the link probe's gpu test, then the multi-GPU
+  # puzzles' baselines recorded again, the link's peak beside their collectives (both GPUs).
+  52) (export INFPROF_DRAFTS=1; step link_gpu_tests 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_multi_gpu_puzzles.py -k "link or nccl")
+      for pid in puzzle13 puzzle16 puzzle19; do measure "$pid" 120 0 --recordings-only; done ;;
+  # Part 52's tests stopped at puzzle16's NCCL test (its first run on GPUs): the link probe's test alone, then
+  # that test with a 60 s timeout that prints every thread's stack.
+  53) (export INFPROF_DRAFTS=1; step link_gpu_test 60 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_multi_gpu_puzzles.py -k link
+       step p16_nccl_test 90 python3 -m pytest -q -s -m gpu -p no:cacheprovider --timeout 60 \
+        --timeout-method thread tests/test_multi_gpu_puzzles.py -k "puzzle16 and nccl") ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings

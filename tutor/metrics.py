@@ -30,6 +30,15 @@ METRIC_DOCS: dict[str, str] = {
     "memcpy.d2h_bytes_per_iter": "device-to-host bytes copied per forward()",
     "memcpy.h2d_gbps": "achieved host-to-device bandwidth",
     "memcpy.pageable_per_iter": "copies per forward() from pageable (unpinned) host memory",
+    # A rank's collectives (multi-GPU puzzles: NCCL kernels in rank 0's trace, their messages as torch records them).
+    "comm.kernels_per_iter": "NCCL kernels (collectives, sends, receives) per forward() on this rank",
+    "comm.bytes_per_iter": "bytes the collectives' messages carried per forward() (each one's input)",
+    "comm.bus_gbps": "the collectives' bus bandwidth: what each GPU's link carried (NCCL's convention, 2(n-1)/n of an "
+                     "all-reduce's message) over their kernels' time, which includes waiting for the other ranks",
+    "comm.overlap_share": "share of the collectives' kernel time during which another kernel ran beside them",
+    "comm.link_peak_gbps": "the link's best bus bandwidth, measured by the harness on these GPUs after the profile "
+                           "(an all-reduce of 64 MiB, the best of 5)",
+    "comm.bus_share_of_link_peak": "comm.bus_gbps over comm.link_peak_gbps: how much of the link the collectives used",
     "sync.calls_per_iter": "host-device synchronisations per forward()",
     "graphs.replays_per_iter": "CUDA graph launches per forward()",
     "memory.peak_allocated_mb": "peak memory held by tensors",

@@ -92,8 +92,13 @@ def run_alone_in_ranks(request: dict, sink: EventSink) -> dict:
             trace = Path(request["profile"]["trace_path"])
             beside = trace.with_name(f"{trace.stem}.rank{rank}{trace.suffix}")
             mine["profile"] = {**request["profile"], "trace_path": str(beside)}
+        result = run_alone(mine, sink)
+        if request["device"] == "cuda":  # every rank at once: the probe is a collective
+            from tutor.harness.link_probe import all_reduce_bus_gbps
+
+            result["comm"] = {"link_peak_gbps": all_reduce_bus_gbps()}
         # As the tutor reads it (JSON), so the pipe carries plain values (torch's version object is not one).
-        return json.loads(json.dumps(run_alone(mine, sink), default=str))
+        return json.loads(json.dumps(result, default=str))
 
     group = ranks.start(request["ranks"], in_rank, "nccl" if request["device"] == "cuda" else "gloo",
                         in_child=lambda rank: rank and sink.close())

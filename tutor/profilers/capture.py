@@ -33,6 +33,11 @@ def torch_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, regist
     metrics = extract(trace_path, outcome.result.get("memory"))
     # A server's replay (a serving puzzle): what the harness's own stamps showed, beside the trace's per-step view.
     metrics.values.update({f"serving.{k}": float(v) for k, v in outcome.result.get("serving", {}).items()})
+    # A rank group's link at its best (tutor.harness.link_probe), and the profiled collectives' rate against it.
+    metrics.values.update({f"comm.{k}": float(v) for k, v in outcome.result.get("comm", {}).items()})
+    values = metrics.values
+    if values.get("comm.link_peak_gbps") and "comm.bus_gbps" in values:
+        values["comm.bus_share_of_link_peak"] = values["comm.bus_gbps"] / values["comm.link_peak_gbps"]
     return metrics, trace_path
 
 

@@ -96,6 +96,7 @@ def gpu_metrics(gpu: pd.DataFrame, runtime: pd.DataFrame, overhead: pd.DataFrame
     if h2d_us > 0:
         values["memcpy.h2d_gbps"] = float(h2d["bytes"].sum()) / h2d_us / 1e3  # bytes/us -> GB/s
     values["memcpy.pageable_per_iter"] = float(copies["name"].str.contains("Pageable", regex=False).sum()) / iterations
+    values.update(comm_metrics(gpu, iterations))
     return {name: float(value) for name, value in values.items()}
 
 
@@ -103,15 +104,58 @@ def union_length(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> 
     """Time within [lo, hi] covered by at least one interval (overlapping streams count once)."""
     if len(starts) == 0:
         return 0.0
+    starts, ends = merged(np.clip(starts, lo, hi), np.clip(ends, lo, hi))
+    return float((ends - starts).sum())
+
+
+def comm_metrics(gpu: pd.DataFrame, iterations: int) -> dict[str, float]:
+    """A rank's collectives (NCCL kernels, category "comm"): how many a forward() launches, the bytes their
+    messages carry and their bus bandwidth where the reader knows the messages (columns message_bytes and
+    bus_bytes), and how much of their time other kernels ran beside them. Nothing without collectives."""
+    comm = gpu[gpu["category"] == "comm"]
+    if comm.empty:
+        return {}
+    others = gpu[(gpu["cat"] == "kernel") & (gpu["category"] != "comm")]
+    starts, ends = comm["ts"].to_numpy(float), (comm["ts"] + comm["dur"]).to_numpy(float)
+    beside = covered(others["ts"].to_numpy(float), (others["ts"] + others["dur"]).to_numpy(float), starts, ends)
+    comm_us = float(comm["dur"].sum())
+    values = {"comm.kernels_per_iter": len(comm) / iterations,
+              "comm.overlap_share": float(beside.sum()) / comm_us if comm_us > 0 else 0.0}
+    if "message_bytes" in comm and comm["message_bytes"].notna().any():
+        known = comm[comm["bus_bytes"].notna()]
+        values["comm.bytes_per_iter"] = float(comm["message_bytes"].sum()) / iterations
+        if float(known["dur"].sum()) > 0:
+            values["comm.bus_gbps"] = float(known["bus_bytes"].sum()) / float(known["dur"].sum()) / 1e3  # B/us -> GB/s
+    return values
+
+
+def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals' union as disjoint intervals, in order."""
     order = np.argsort(starts, kind="stable")
-    starts, ends = np.clip(starts[order], lo, hi), np.clip(ends[order], lo, hi)
+    starts, ends = starts[order], ends[order]
     reach = np.maximum.accumulate(ends)
     # An interval opens a new busy stretch when it starts after everything before it ended.
     opens = np.empty(len(starts), dtype=bool)
     opens[0] = True
     opens[1:] = starts[1:] > reach[:-1]
     first = np.flatnonzero(opens)
-    return float((np.maximum.reduceat(reach, first) - starts[first]).sum())
+    return starts[first], np.maximum.reduceat(reach, first)
+
+
+def covered(starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """For each window [lo, hi], the time within it that at least one of the intervals covers."""
+    if len(starts) == 0:
+        return np.zeros(len(lo))
+    starts, ends = merged(starts, ends)
+    before = np.concatenate([[0.0], np.cumsum(ends - starts)])  # union length before each merged interval
+
+    def upto(t: np.ndarray) -> np.ndarray:  # union length before time t
+        i = np.searchsorted(starts, t, side="right")  # merged intervals that start at or before t
+        last = np.clip(i - 1, 0, None)
+        inside = np.clip(t - starts[last], 0.0, ends[last] - starts[last])
+        return np.where(i > 0, before[last] + inside, 0.0)
+
+    return upto(hi) - upto(lo)
 
 
 def kernel_table(gpu: pd.DataFrame) -> list[dict]:

@@ -35,6 +35,11 @@ class _Args(msgspec.Struct, gc=False):
     correlation: int | float | str | None = None
     bytes: int | float | str | None = None  # a memcpy's size
     Bytes: int | float | str | None = None  # a [memory] event's allocation (negative: a free)
+    # An NCCL kernel's message, as torch's c10d records it (torch 2.x): what moved, of what type, among how many.
+    collective: str | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: int | float | str | None = msgspec.field(default=None, name="In msg nelems")
+    dtype: str | None = None
+    group_size: int | float | str | None = msgspec.field(default=None, name="Group size")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -121,6 +126,10 @@ def _event_table(records: list[_Event]) -> pd.DataFrame:
         "correlation": _numbers([a.correlation for a in args]),
         "bytes": _numbers([a.bytes for a in args]),
         "Bytes": _numbers([a.Bytes for a in args]),
+        "collective": _categorical([a.collective for a in args]),
+        "in_nelems": _numbers([a.in_nelems for a in args]),
+        "dtype": _categorical([a.dtype for a in args]),
+        "group_size": _numbers([a.group_size for a in args]),
     })
 
 
@@ -194,7 +203,8 @@ def _runtime_calls(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -
 def _gpu_work(events: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
     """GPU events launched inside the window, with their launch time and category."""
     work = _of_cat(events, *GPU_EVENT_CATS)
-    work = work[["name", "ts", "dur", "correlation", "bytes"]].assign(cat=work["cat"].astype(str))
+    work = work[["name", "ts", "dur", "correlation", "bytes"]].assign(cat=work["cat"].astype(str),
+                                                                      **collective_bytes(work))
     launches = (runtime[runtime["iteration"] >= 0].dropna(subset=["correlation"])
                 .drop_duplicates("correlation")[["correlation", "ts", "iteration"]]
                 .rename(columns={"ts": "launch_ts"}))
@@ -203,4 +213,32 @@ def _gpu_work(events: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
     categories = {name: kernel_category(name) for name in kernel_names}
     return work.assign(category=work["cat"].map(EVENT_CATEGORY).fillna(work["name"].map(categories)))
 
+
+# Bytes an element of each dtype c10d names (torch's ScalarType names).
+DTYPE_BYTES = {"Double": 8, "Long": 8, "Float": 4, "Int": 4, "BFloat16": 2, "Half": 2, "Short": 2,
+               "Float8_e4m3fn": 1, "Float8_e5m2": 1, "Byte": 1, "Char": 1, "Bool": 1}
+
+
+def bus_factor(collective: str, world: float) -> float:
+    """Bytes each GPU's link carries per byte of a collective's input message: NCCL's bus-bandwidth convention
+    (nccl-tests' PERFORMANCE.md), so a collective's rate reads against the link's whatever the ranks."""
+    name = str(collective).lower().replace("_", "")
+    if "allreduce" in name:
+        return 2 * (world - 1) / world
+    if "allgather" in name:  # the input is one rank's share of the gathered whole
+        return world - 1
+    if "reducescatter" in name or "alltoall" in name:
+        return (world - 1) / world
+    return 1.0  # broadcast, reduce, send, recv: the message crosses once
+
+
+def collective_bytes(work: pd.DataFrame) -> dict[str, pd.Series]:
+    """Each event's message bytes and bus bytes, where it is a collective torch recorded the message of."""
+    message = work["in_nelems"] * work["dtype"].map(DTYPE_BYTES).astype(float)
+    factor = pd.Series(np.nan, index=work.index)
+    named = work[["collective", "group_size"]].astype(object).dropna()
+    named = named[named["group_size"] >= 1]
+    for (collective, world), rows in named.groupby(["collective", "group_size"]).groups.items():
+        factor[rows] = bus_factor(collective, world)
+    return {"message_bytes": message, "bus_bytes": message * factor}
 
