@@ -96,7 +96,8 @@ def run_alone_in_ranks(request: dict, sink: EventSink) -> dict:
         if request["device"] == "cuda":  # every rank at once: the probe is a collective
             from tutor.harness.link_probe import all_reduce_bus_gbps
 
-            result["comm"] = {"link_peak_gbps": all_reduce_bus_gbps()}
+            peak = all_reduce_bus_gbps()
+            result["comm"] = {"link_peak_gbps": peak} if peak else {}
         # As the tutor reads it (JSON), so the pipe carries plain values (torch's version object is not one).
         return json.loads(json.dumps(result, default=str))
 

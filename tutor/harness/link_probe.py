@@ -8,11 +8,14 @@ MESSAGE_MIB = 64  # past NCCL's latency-bound sizes: on 2 x H200 a 16 MiB all-re
 REPEATS = 5
 
 
-def all_reduce_bus_gbps(message_mib: int = MESSAGE_MIB, repeats: int = REPEATS) -> float:
-    """In every rank of an NCCL group, together: the best bus bandwidth of an all-reduce of `message_mib` MiB."""
+def all_reduce_bus_gbps(message_mib: int = MESSAGE_MIB, repeats: int = REPEATS) -> float | None:
+    """In every rank of an NCCL group, together: the best bus bandwidth of an all-reduce of `message_mib` MiB;
+    None where the workload took the group down (every rank alike: no rank waits on one that will not come)."""
     import torch
     import torch.distributed as dist
 
+    if not dist.is_initialized():
+        return None
     world = dist.get_world_size()
     x = torch.zeros(message_mib << 19, dtype=torch.bfloat16, device="cuda")  # 2 bytes an element
     for _ in range(2):  # NCCL sets up its channels at the first call of a size
