@@ -6,7 +6,7 @@
 # 2026-11-25, 22-24 on 2026-11-26): the drafts measured, their sweeps and GPU tests, issue 17's latencies,
 # re-grades. Parts 27-34, 36-38 and 40-45 ran on 2026-11-26 on one H100 (39 as 44 and 45), 20 and 35 on
 # 2 H200s; then 48 (47 and 18's grades), 49 (9's sweeps, 18's gpu tests), 10 and 51 on 2 H200s, 50 (46) on
-# one H100; 52 and 53 on 2 H200s.
+# one H100; 52 and 53 on 2 H200s. Not yet run: 54, 55.
 # Expects wheels in .whl/: torchao, gemlite, sqlite-utils and its deps, platformdirs, msgspec, nvtx, packaging.
 set -uo pipefail
 # Everything is written to a work folder and comes back as one archive: the device returns 8 files at most.
@@ -226,6 +226,13 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
         tests/test_multi_gpu_puzzles.py -k link
        step p16_nccl_test 90 python3 -m pytest -q -s -m gpu -p no:cacheprovider --timeout 60 \
         --timeout-method thread tests/test_multi_gpu_puzzles.py -k "puzzle16 and nccl") ;;
+  # puzzle5 in bf16 (its attention a flash kernel now, the copies what a step pays for): the baseline's recording,
+  # then two grades a style, to set its tiers and tolerance from (one H100).
+  54) measure puzzle5 560 2 ;;
+  # Part 52's stall (the pytest process's own torch ops started its OpenMP pool, then it forked rank groups):
+  # the multi-GPU tests together again, each comparing inside its ranks now (both GPUs).
+  55) (export INFPROF_DRAFTS=1; step multi_gpu_tests 150 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_multi_gpu_puzzles.py tests/test_ranks.py -k "link or nccl") ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings

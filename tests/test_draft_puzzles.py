@@ -47,7 +47,17 @@ def test_puzzle5_the_cache_written_in_place_decodes_what_the_copies_decode(workl
         got = other.forward(state, x)
         rel = relative_l2(got, expected)
         print(f"{workload} vs baseline: relative L2 {rel:.2e}")
-        assert expected.shape == (spec5.BATCH, spec5.STEPS, spec5.HIDDEN) and rel < P5.correctness.max_rel_l2 / 10
+        assert expected.shape == (spec5.BATCH, spec5.STEPS, spec5.HIDDEN) and expected.dtype == torch.bfloat16
+        assert rel < P5.correctness.max_rel_l2 / 3  # bf16: only the attention's order of sums differs
+
+
+def test_puzzle5s_tolerance_fails_a_cache_kept_in_fp8():
+    """The cheapest cheat on a cache's bytes: keep it in 8 bits. The prompt's cache through fp8 alone lands
+    over twice the tolerance from the baseline (MEASUREMENTS.md: 7% on the CPU)."""
+    spec5, baseline = puzzle_file(P5, "spec.py"), puzzle_file(P5, "baseline.py")
+    weights, x = spec5.make_weights(3, "cpu"), spec5.make_input(8, "cpu")
+    in_fp8 = {name: t.to(torch.float8_e4m3fn).to(t.dtype) if name in ("k", "v") else t for name, t in x.items()}
+    assert relative_l2(baseline.forward(weights, in_fp8), baseline.forward(weights, x)) > 2 * P5.correctness.max_rel_l2
 
 
 def test_puzzle5_is_a_draft_whose_folder_checks_pass():

@@ -6,6 +6,7 @@ decode step, chunked or not, gives rank 0 the same hidden states; their grades a
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -35,14 +36,15 @@ def _on_two_ranks(handler, backend: str) -> list[dict]:
         group.stop()
 
 
-def _styles_on_two_ranks(handler, backend: str) -> list[dict]:
-    """_on_two_ranks, where every style's output is the baseline's to the bit on each rank."""
-    replies = _on_two_ranks(handler, backend)
-    for reply in replies:
-        baseline = reply["outputs"]["baseline.py"]
-        assert all(torch.equal(out, baseline) for out in reply["outputs"].values()), \
-            [s for s, out in reply["outputs"].items() if not torch.equal(out, baseline)]
-    return replies
+def _compared(outputs: dict, unsplit: torch.Tensor) -> dict:
+    """In a rank: what the tests assert of its outputs, as plain values. The pytest process runs no torch op on
+    them: a parent whose OpenMP pool has run forks children that can hang in their first parallel region (two
+    NCCL tests in one process stalled so on 2 x H200, device part 52)."""
+    baseline = outputs["baseline.py"]
+    return {"differ": [s for s, out in outputs.items() if not torch.equal(out, baseline)],
+            "errors": {s: relative_l2(out, baseline) for s, out in outputs.items()},
+            "unsplit_rel": relative_l2(baseline, unsplit), "baseline_is_unsplit": torch.equal(baseline, unsplit),
+            "baseline_digest": hashlib.sha256(baseline.cpu().float().numpy().tobytes()).hexdigest()}
 
 
 def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
@@ -58,16 +60,15 @@ def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
     for style in P13_STYLES[:3] if device == "cpu" else P13_STYLES:
         module = puzzle_file(P13, style)
         outputs[style] = module.forward(module.prepare(weights, "cpu"), x)
-    unsplit = torch.relu(x @ weights["w1"]) @ weights["w2"]
-    return {"outputs": {k: v.cpu() for k, v in outputs.items()}, "unsplit": unsplit.cpu()}
+    return _compared(outputs, torch.relu(x @ weights["w1"]) @ weights["w2"])
 
 
 @pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
 def test_puzzle13_every_style_gives_rank_0_the_baselines_output_bit_for_bit(backend):
     """Two ranks, as the grade runs them (tutor.harness.ranks): the bucketing of the sum changes no bit
     (a + b, two ranks), and the halves add up to the unsplit MLP up to bf16's rounding of the split sum."""
-    replies = _styles_on_two_ranks(_puzzle13_rank, backend)
-    assert relative_l2(replies[0]["outputs"]["baseline.py"], replies[0]["unsplit"]) < 2e-2
+    replies = _on_two_ranks(_puzzle13_rank, backend)
+    assert [r["differ"] for r in replies] == [[], []] and replies[0]["unsplit_rel"] < 2e-2
 
 
 # -- puzzle16: a two-stage pipeline that hands its activations over through the host (two gloo ranks on the CPU) --
@@ -90,16 +91,15 @@ def _puzzle16_rank(rank: int, world: int, message: dict) -> dict:
     for style in P16_STYLES:
         module = puzzle_file(P16, style)
         outputs[style] = module.forward(module.prepare(weights, device), x)
-    unsplit = torch.nn.functional.gelu(x @ weights["w0"]) @ weights["w1"]
-    return {"outputs": {k: v.cpu() for k, v in outputs.items()}, "unsplit": unsplit.cpu()}
+    return _compared(outputs, torch.nn.functional.gelu(x @ weights["w0"]) @ weights["w1"])
 
 
 @pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
 def test_puzzle16_every_style_gives_rank_0_the_baselines_output_bit_for_bit(backend):
     """Two ranks, as the grade runs them (tutor.harness.ranks): every handoff moves the same bytes, so every
     style's output is the baseline's to the bit on both ranks, and it is the unsplit block's."""
-    replies = _styles_on_two_ranks(_puzzle16_rank, backend)
-    assert torch.equal(replies[0]["outputs"]["baseline.py"], replies[0]["unsplit"])
+    replies = _on_two_ranks(_puzzle16_rank, backend)
+    assert [r["differ"] for r in replies] == [[], []] and replies[0]["baseline_is_unsplit"]
 
 
 
@@ -126,7 +126,7 @@ def _puzzle19_rank(rank: int, world: int, message: dict) -> dict:
     unsplit = x
     for layer in weights["layers"]:
         unsplit = unsplit + torch.relu(unsplit @ layer["w1"]) @ layer["w2"]
-    return {"outputs": {k: v.cpu() for k, v in outputs.items()}, "unsplit": unsplit.cpu()}
+    return _compared(outputs, unsplit)
 
 
 @pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
@@ -135,13 +135,10 @@ def test_puzzle19_every_style_gives_rank_0_the_baselines_step_within_its_toleran
     hidden states are the baseline's within the puzzle's tolerance on each rank, and the unsplit layers'."""
     replies = _on_two_ranks(_puzzle19_rank, backend)
     for reply in replies:
-        baseline = reply["outputs"]["baseline.py"]
-        errors = {style: relative_l2(out, baseline) for style, out in reply["outputs"].items()}
-        print(backend, errors)
-        assert max(errors.values()) < P19.correctness.max_rel_l2, errors
-        assert relative_l2(baseline, reply["unsplit"]) < 2e-2
-    assert torch.equal(replies[0]["outputs"]["baseline.py"], replies[1]["outputs"]["baseline.py"])
-
+        print(backend, reply["errors"])
+        assert max(reply["errors"].values()) < P19.correctness.max_rel_l2, reply["errors"]
+        assert reply["unsplit_rel"] < 2e-2
+    assert replies[0]["baseline_digest"] == replies[1]["baseline_digest"]  # both ranks hold the same sum
 
 
 

@@ -14,8 +14,9 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 
 def prepare(weights: dict, device: str):
-    return {"w": weights, "k": torch.empty(BATCH, PROMPT + STEPS, HIDDEN, device=device),
-            "v": torch.empty(BATCH, PROMPT + STEPS, HIDDEN, device=device)}
+    like = {"device": device, "dtype": weights["wk"].dtype}  # the cache in the weights' type: bf16
+    return {"w": weights, "k": torch.empty(BATCH, PROMPT + STEPS, HIDDEN, **like),
+            "v": torch.empty(BATCH, PROMPT + STEPS, HIDDEN, **like)}
 
 
 def forward(state: dict, x: dict) -> torch.Tensor:

@@ -17,8 +17,9 @@ class Step(torch.nn.Module):
         for name, value in weights.items():
             self.register_buffer(name, value)
         # Zeros, not empty: a masked slot gets zero weight, and zero times garbage can be NaN.
-        self.register_buffer("k", torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, device=device))
-        self.register_buffer("v", torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, device=device))
+        like = {"device": device, "dtype": weights["wk"].dtype}  # the cache in the weights' type: bf16
+        self.register_buffer("k", torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, **like))
+        self.register_buffer("v", torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, **like))
         self.register_buffer("slots", torch.arange(PROMPT + STEPS, device=device))
 
     def forward(self, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:

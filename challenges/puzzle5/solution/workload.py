@@ -28,10 +28,11 @@ def decode(state: dict) -> None:
 
 
 def prepare(weights: dict, device: str):
-    state = {"w": weights, "h": torch.zeros(BATCH, HIDDEN, device=device),
-             "k": torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, device=device),
-             "v": torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, device=device),
-             "out": torch.empty(BATCH, STEPS, HIDDEN, device=device)}
+    like = {"device": device, "dtype": weights["wk"].dtype}  # the cache in the weights' type: bf16
+    state = {"w": weights, "h": torch.zeros(BATCH, HIDDEN, **like),
+             "k": torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, **like),
+             "v": torch.zeros(BATCH, PROMPT + STEPS, HIDDEN, **like),
+             "out": torch.empty(BATCH, STEPS, HIDDEN, **like)}
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # the kernels warmed up outside the capture
