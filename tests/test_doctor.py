@@ -72,6 +72,13 @@ def test_a_gpu_too_old_is_sent_to_study_mode_only_where_there_are_recordings():
     assert "study" not in unrecorded.why.lower()
 
 
+def test_a_multi_gpu_puzzle_on_one_gpu_says_how_many_it_needs_and_points_to_study_mode():
+    [few] = [b for b in readiness(get_puzzle("puzzle13"), H100_READY).blockers if b.label == "too few GPUs"]
+    assert "needs 2 GPUs" in few.why and "this machine has 1" in few.why
+    assert "`infprof-tutor study puzzle13`" in few.why  # rank 0's profile, recorded on 2 x H200
+    assert not [b for b in readiness(get_puzzle("puzzle1"), H100_READY).blockers if b.label == "too few GPUs"]
+
+
 def test_an_old_package_blocks_the_puzzle_that_needs_it(monkeypatch):
     monkeypatch.setattr(machine_module, "_has_module", lambda name: True)
     monkeypatch.setattr(machine_module, "installed_version", lambda name: "0.16.0" if name == "torchao" else "9.9")

@@ -23,7 +23,8 @@ def metric_value(name: str, value: float | None) -> str:
     if value is None or math.isnan(value):  # Nsight Compute leaves a counter it could not read empty
         return "—"
     if name.endswith(("share", "fraction")):
-        return f"{value:.1%}"
+        # A sliver keeps its digits: 0.02% of a link's peak is not 0.0%.
+        return f"{value:.1%}" if value == 0 or abs(value) >= 1e-3 else f"{value * 100:.2g}%"
     if name.endswith("_pct"):
         return f"{value:.3g}%"
     if _MICROSECONDS.search(name):

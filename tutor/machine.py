@@ -248,8 +248,9 @@ def readiness(puzzle: Puzzle, machine: Machine | None = None) -> Readiness:
                                     f"'Using a GPU machine')"
                                     + (f", or study its recorded profiles: {study}." if study else ".")))
         elif m.gpu_count < needed:
-            blockers.append(Blocker("too few GPUs", f"This puzzle needs {needed} GPU(s); this machine has "
-                                    f"{m.gpu_count}."))
+            blockers.append(Blocker("too few GPUs", f"This puzzle needs {needed} GPUs, a process each; this "
+                                    f"machine has {m.gpu_count}: run it on a host with {needed}"
+                                    + (f", or study rank 0's recorded profile: {study}." if study else ".")))
         elif hw.min_compute_capability and m.compute_capabilities and \
                 max(m.compute_capabilities) < hw.min_compute_capability:
             blockers.append(Blocker("GPU too old", f"This puzzle needs compute capability >= "

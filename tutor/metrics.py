@@ -38,7 +38,7 @@ METRIC_DOCS: dict[str, str] = {
     "comm.overlap_share": "share of the collectives' kernel time during which another kernel ran beside them",
     "comm.link_peak_gbps": "the link's best bus bandwidth, measured by the harness on these GPUs after the profile "
                            "(an all-reduce of 64 MiB, the best of 5)",
-    "comm.bus_share_of_link_peak": "comm.bus_gbps over comm.link_peak_gbps: how much of the link the collectives used",
+    "comm.link_peak_share": "comm.bus_gbps over comm.link_peak_gbps: how much of the link the collectives used",
     "sync.calls_per_iter": "host-device synchronisations per forward()",
     "graphs.replays_per_iter": "CUDA graph launches per forward()",
     "memory.peak_allocated_mb": "peak memory held by tensors",

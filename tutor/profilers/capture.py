@@ -37,7 +37,7 @@ def torch_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, regist
     metrics.values.update({f"comm.{k}": float(v) for k, v in outcome.result.get("comm", {}).items()})
     values = metrics.values
     if values.get("comm.link_peak_gbps") and "comm.bus_gbps" in values:
-        values["comm.bus_share_of_link_peak"] = values["comm.bus_gbps"] / values["comm.link_peak_gbps"]
+        values["comm.link_peak_share"] = values["comm.bus_gbps"] / values["comm.link_peak_gbps"]
     return metrics, trace_path
 
 
