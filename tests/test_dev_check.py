@@ -84,3 +84,16 @@ def test_gpu_puzzles_are_skipped_here_with_the_reason():
     assert [c.name for c in checks] == ["starter fails", "reference reaches gold", "compiled_fp8_gemv reaches silver",
                                         "compiled_kernels_graphed_by_hand reaches silver"]
     assert {c.status for c in checks} == {"skipped"} and all("GPU" in c.detail or "CUDA" in c.detail for c in checks)
+
+
+def test_a_serving_puzzle_whose_spec_states_no_least_flops_is_told_to(tmp_path):
+    """The serving floor needs the FLOPs a trace's requests take (tutor.harness.serving.least_flops)."""
+    folder = tmp_path / "puzzle18"
+    shutil.copytree(get_puzzle("puzzle18").folder, folder)
+    spec = folder / "spec.py"
+    assert "def least_flops(" in spec.read_text()
+    spec.write_text(spec.read_text().replace("def least_flops(", "def _least_flops(", 1))
+    [floor] = [c for c in static_checks(load_puzzle(folder)) if c.name == "floor"]
+    assert floor.status == "failed" and "no least_flops(lengths)" in floor.detail
+    [ok] = [c for c in static_checks(get_puzzle("puzzle18")) if c.name == "floor"]
+    assert ok.status == "ok" and "TFLOP for a trace of 512 requests" in ok.detail

@@ -9,7 +9,8 @@ import ctypes.util
 import pytest
 
 from conftest import VirtualClock
-from tutor.harness.gpu_busy import SETTLE_LIMIT_S, BusyWatch, Nvml, NvmlUnavailable, busy_ms, inner_busy_ms
+from tutor.harness.gpu_busy import (SETTLE_LIMIT_S, BusyWatch, Nvml, NvmlUnavailable, busy_ms, cuda_device_uuid,
+                                    inner_busy_ms)
 
 # A sample every 100 ms (100,000 us): each the percent of the period it closes during which a kernel ran.
 SAMPLES = [(1_000_000, 0), (1_100_000, 50), (1_200_000, 10), (1_300_000, 0)]
@@ -51,7 +52,7 @@ def test_a_second_of_matmuls_reads_busy_and_a_quiet_second_idle():
 
     import torch
 
-    nvml = Nvml(uuid=str(torch.cuda.get_device_properties(0).uuid))  # CUDA's device 0, not NVML's
+    nvml = Nvml(uuid=cuda_device_uuid())
     a = torch.randn(8192, 8192, device="cuda")
     (a @ a).sum().item()
     time.sleep(1.5)  # NVML's period is 1/6 s to 1 s, by the product: a whole one of quiet first

@@ -47,20 +47,30 @@ def _compared(outputs: dict, unsplit: torch.Tensor) -> dict:
             "baseline_digest": hashlib.sha256(baseline.cpu().float().numpy().tobytes()).hexdigest()}
 
 
-def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
-    """In a rank: puzzle13's styles on the same batch (small on the CPU), each output as this rank returns it."""
+def _styles_in_rank(puzzle, styles: list[str], cpu_sizes: dict, unsplit) -> dict:
+    """In a rank: each style of `puzzle` on the same input, the spec's sizes set to `cpu_sizes` on the CPU (the
+    same split, a CPU's share of it), compared with the baseline's output and with `unsplit(weights, x)`."""
     import torch.distributed as dist
 
-    spec13 = puzzle_file(P13, "spec.py")
+    spec = puzzle_file(puzzle, "spec.py")
     device = "cpu" if dist.get_backend() == "gloo" else "cuda"
     if device == "cpu":
-        spec13.BATCH, spec13.HIDDEN, spec13.FFN = 64, 128, 256  # the same split, a CPU's share of it
-    weights, x = spec13.make_weights(1, device), spec13.make_input(2, device)
+        for name, value in cpu_sizes.items():
+            setattr(spec, name, value)
+    weights, x = spec.make_weights(1, device), spec.make_input(2, device)
     outputs = {}
-    for style in P13_STYLES[:3] if device == "cpu" else P13_STYLES:
-        module = puzzle_file(P13, style)
-        outputs[style] = module.forward(module.prepare(weights, "cpu"), x)
-    return _compared(outputs, torch.relu(x @ weights["w1"]) @ weights["w2"])
+    for style in styles:
+        module = puzzle_file(puzzle, style)
+        outputs[style] = module.forward(module.prepare(weights, device), x)
+    return _compared(outputs, unsplit(weights, x))
+
+
+def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:
+    import torch.distributed as dist
+
+    styles = P13_STYLES[:3] if dist.get_backend() == "gloo" else P13_STYLES
+    return _styles_in_rank(P13, styles, {"BATCH": 64, "HIDDEN": 128, "FFN": 256},
+                           lambda w, x: torch.relu(x @ w["w1"]) @ w["w2"])
 
 
 @pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
@@ -79,19 +89,8 @@ P16_STYLES = ["baseline.py", "solution/workload.py", "alternatives/broadcast_bot
 
 
 def _puzzle16_rank(rank: int, world: int, message: dict) -> dict:
-    """In a rank: puzzle16's styles on the same microbatch (small on the CPU), each output as this rank returns it."""
-    import torch.distributed as dist
-
-    spec16 = puzzle_file(P16, "spec.py")
-    device = "cpu" if dist.get_backend() == "gloo" else "cuda"
-    if device == "cpu":
-        spec16.TOKENS, spec16.HIDDEN = 64, 128  # the same stages, a CPU's share of them
-    weights, x = spec16.make_weights(1, device), spec16.make_input(2, device)
-    outputs = {}
-    for style in P16_STYLES:
-        module = puzzle_file(P16, style)
-        outputs[style] = module.forward(module.prepare(weights, device), x)
-    return _compared(outputs, torch.nn.functional.gelu(x @ weights["w0"]) @ weights["w1"])
+    return _styles_in_rank(P16, P16_STYLES, {"TOKENS": 64, "HIDDEN": 128},
+                           lambda w, x: torch.nn.functional.gelu(x @ w["w0"]) @ w["w1"])
 
 
 @pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
@@ -110,23 +109,14 @@ P19_STYLES = ["baseline.py", "solution/workload.py", "alternatives/two_chunks.py
 
 
 def _puzzle19_rank(rank: int, world: int, message: dict) -> dict:
-    """In a rank: puzzle19's styles on the same step (narrower layers on the CPU), each output as this rank
-    returns it, and the unsplit layers' output."""
-    import torch.distributed as dist
+    return _styles_in_rank(P19, P19_STYLES, {"HIDDEN": 128, "FFN": 256}, _unsplit_layers)  # 16 tokens, 2 layers
 
-    spec19 = puzzle_file(P19, "spec.py")
-    device = "cpu" if dist.get_backend() == "gloo" else "cuda"
-    if device == "cpu":
-        spec19.HIDDEN, spec19.FFN = 128, 256  # the same 16 tokens and 2 layers, a CPU's share of the width
-    weights, x = spec19.make_weights(1, device), spec19.make_input(2, device)
-    outputs = {}
-    for style in P19_STYLES:
-        module = puzzle_file(P19, style)
-        outputs[style] = module.forward(module.prepare(weights, device), x)
-    unsplit = x
+
+def _unsplit_layers(weights: dict, x: torch.Tensor) -> torch.Tensor:
+    """puzzle19's layers computed whole on one device: what the halves' sums must add up to."""
     for layer in weights["layers"]:
-        unsplit = unsplit + torch.relu(unsplit @ layer["w1"]) @ layer["w2"]
-    return _compared(outputs, unsplit)
+        x = x + torch.relu(x @ layer["w1"]) @ layer["w2"]
+    return x
 
 
 @pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])

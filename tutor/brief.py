@@ -53,9 +53,7 @@ def speed_line(p: Puzzle) -> str:
 
 
 def grading_markdown(p: Puzzle) -> str:
-    floor = FLOOR_LINE if p.floor_checked else ""
-    if p.serving and p.hardware.device == "cuda":
-        floor = SERVING_FLOOR_LINE
+    floor = FLOOR_LINE if p.floor_checked else SERVING_FLOOR_LINE if p.serving_floor_checked else ""
     elsewhere = f"\n**On other GPUs**: {p.hardware.elsewhere}\n" if p.hardware.elsewhere else ""
     tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
     clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))

@@ -155,9 +155,14 @@ class Puzzle:
 
     @property
     def floor_checked(self) -> bool:
-        """A GPU puzzle's calls are held to the physical floor (tutor.grading.floor); a serving puzzle's replays
-        to theirs by how busy they kept the GPU (tutor.grading.serving.check_serving_floor)."""
+        """A GPU puzzle's calls are held to the physical floor (tutor.grading.floor)."""
         return self.hardware.device == "cuda" and not self.serving
+
+    @property
+    def serving_floor_checked(self) -> bool:
+        """A GPU serving puzzle's replays are held to theirs by how busy they kept the GPU
+        (tutor.grading.serving.check_serving_floor)."""
+        return self.hardware.device == "cuda" and self.serving
 
     @property
     def recorded_baseline(self) -> Path:

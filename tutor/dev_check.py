@@ -81,7 +81,7 @@ def static_checks(puzzle: Puzzle) -> Iterator[Check]:
     yield from _notes(puzzle)
     if puzzle.floor_checked:
         yield _floor(puzzle)
-    elif puzzle.serving and puzzle.hardware.device == "cuda":
+    elif puzzle.serving_floor_checked:
         yield _serving_floor(puzzle)
 
 
@@ -114,11 +114,11 @@ def _serving_floor(puzzle: Puzzle) -> Check:
     try:  # loaded as the harness loads it (it imports torch: only here)
         spec = load_module(puzzle.folder / "spec.py", f"{puzzle.id}_spec", ("make_trace",))
         trace = serving.draw_trace(spec, 0)
-        flops = spec.least_flops([(len(r.prompt), r.max_new) for r in trace])
-    except AttributeError:
-        return _failed("floor", "spec.py has no least_flops(lengths): state the FLOPs a trace's requests need")
+        flops = serving.least_flops(spec, trace)
     except Exception as e:  # the author's code: any failure is a finding, not a crash of the checker
         return _failed("floor", f"spec.least_flops failed: {type(e).__name__}: {e}")
+    if flops is None:
+        return _failed("floor", "spec.py has no least_flops(lengths): state the FLOPs a trace's requests need")
     if not flops > 0:
         return _failed("floor", f"least_flops gave {flops} for a trace of {len(trace)} requests: it must be above 0")
     return _ok("floor", f"{flops / 1e12:.3g} TFLOP for a trace of {len(trace)} requests")

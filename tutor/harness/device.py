@@ -9,6 +9,7 @@ import time
 import torch
 
 from tutor.harness import gpu_clock
+from tutor.harness.gpu_busy import cuda_device_uuid
 from tutor.protocol import NVTX_PREFIX
 
 # Bound when the harness imports, before any learner code: a workload that swaps time.perf_counter_ns
@@ -140,7 +141,7 @@ class Device:
     def uuid(self) -> str | None:
         """The GPU's UUID as CUDA gives it (NVML's, less its "GPU-"): what names it to NVML whatever
         CUDA_VISIBLE_DEVICES renumbered (tutor.harness.gpu_busy)."""
-        return str(torch.cuda.get_device_properties(0).uuid) if self.cuda else None
+        return cuda_device_uuid() if self.cuda else None
 
     def describe(self) -> dict:
         info = {"device": self.name, "torch": torch.__version__}

@@ -26,6 +26,14 @@ class _Sample(ctypes.Structure):  # nvmlSample_t: a timestamp and an 8-byte valu
     _fields_ = [("timestamp_us", ctypes.c_ulonglong), ("value", ctypes.c_ulonglong)]
 
 
+def cuda_device_uuid() -> str:
+    """CUDA's device 0 (as CUDA_VISIBLE_DEVICES numbers it) by its UUID, the name NVML knows it by whatever the
+    renumbering: NVML's index 0 is the machine's first GPU, which may be another."""
+    import torch  # only where a GPU is used: the coordinator opens NVML by a UUID it is given
+
+    return str(torch.cuda.get_device_properties(0).uuid)
+
+
 class Nvml:
     """The utilization samples NVML holds for one GPU (NVML's index: the machine's order, not CUDA's)."""
 

@@ -63,6 +63,12 @@ def draw_trace(spec, seed: int) -> list[Request]:
     return trace_of(call_workload("spec.make_trace", spec.make_trace, seed))
 
 
+def least_flops(spec, trace: list[Request]) -> float | None:
+    """The spec's least FLOPs for the trace's requests (their prompt and output lengths), if it states them."""
+    stated = getattr(spec, "least_flops", None)
+    return float(stated([(len(r.prompt), r.max_new) for r in trace])) if callable(stated) else None
+
+
 def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], None],
            step: Callable[[], dict[int, list[int]]], limit_s: float, clock: Callable[[], float] = time.monotonic,
            wait: Callable[[float], None] = time.sleep) -> list[Served]:

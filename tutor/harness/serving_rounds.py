@@ -64,7 +64,7 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
         mismatches += differing(served[candidate], served[oracle])
         if r > 0:
             pairs.append((serving.figures(served[oracle]), serving.figures(served[candidate])))
-            least.append(least_flops(spec, trace))
+            least.append(serving.least_flops(spec, trace))
         sink.progress("replaying", r + 1, settings["replays"] + 1)
     violations = learner.ask("finish").get("violations", [])
     rates = ruler.ask("finish").get("rates")
@@ -108,12 +108,6 @@ def busy_watch(request: dict, gpu_uuid: str | None) -> BusyWatch | str:
         return BusyWatch(Nvml(uuid=gpu_uuid))
     except NvmlUnavailable as e:
         return str(e)
-
-
-def least_flops(spec, trace: list[serving.Request]) -> float | None:
-    """The spec's least FLOPs for the trace's requests (their prompt and output lengths), if it states them."""
-    stated = getattr(spec, "least_flops", None)
-    return float(stated([(len(r.prompt), r.max_new) for r in trace])) if callable(stated) else None
 
 
 def busy_figures(watch: BusyWatch | str, busy: dict, least: list[float | None], rates: dict | None) -> dict:

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from tutor.harness import serving
-from tutor.harness.gpu_busy import Nvml, busy_ms
+from tutor.harness.gpu_busy import Nvml, busy_ms, cuda_device_uuid
 from tutor.harness.loading import load_module
 
 FOLDER = Path(__file__).parents[1]
@@ -72,7 +72,7 @@ def main() -> None:
         workload = load_module(FOLDER / path, f"puzzle18_{name}", ("prepare", "server"))
         state = workload.prepare(weights, "cuda")
         servers[name] = lambda workload=workload, state=state: workload.server(state)
-    nvml, rows = Nvml(uuid=str(torch.cuda.get_device_properties(0).uuid)), []  # CUDA's device 0, not NVML's
+    nvml, rows = Nvml(uuid=cuda_device_uuid()), []
     held = nvml.samples_since(0)  # how far back NVML's buffer reaches, and its clock against the wall's
     print(json.dumps({"buffered_samples": len(held), "buffer_span_s": round((held[-1][0] - held[0][0]) / 1e6, 2)
                       if held else 0, "newest_sample_minus_wall_s": round(held[-1][0] / 1e6 - time.time(), 3)
@@ -81,7 +81,7 @@ def main() -> None:
     serving.replay(serving.draw_trace(spec, 99), warm.submit, warm.step, limit_s=300)
     for seed in range(args.traces):
         trace = serving.draw_trace(spec, seed)
-        least_ms = spec.least_flops([(len(r.prompt), r.max_new) for r in trace]) / BF16_DENSE_TFLOPS / 1e9
+        least_ms = serving.least_flops(spec, trace) / BF16_DENSE_TFLOPS / 1e9
         tokens = {}
         for name, make in servers.items():
             served, figures = measure(nvml, make, trace)
