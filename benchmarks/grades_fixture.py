@@ -7,7 +7,8 @@ measure_draft.py writes them) reduced to what tests/test_grading_rules.py reads 
 
 CALL names the device call the grades came from (MEASUREMENTS.md says which). A file's name says which
 solution it graded (PUZZLE_reference.json, PUZZLE_alternatives_NAME.json); the baseline's own grades
-are left out (no tier is expected of it), and so are cheats' (cheats/NAME: no tier either). --busy keeps
+are left out (no tier is expected of it), and so are cheats' (cheats/NAME: no tier either). Each row says
+whether its grade forked from a warm harness or started cold (its `importing` stage: torch's import). --busy keeps
 every grade's NVML figures, the cheats' and the baseline's too (tests/test_serving_floor.py reads them).
 --table prints a Markdown row per file, the baseline's too: grades, the baseline's and its own median ms
 per grade, the speed-up's median and the lower bound of its interval per grade (on the clock of the
@@ -22,10 +23,12 @@ from pathlib import Path
 
 VERDICT_CRITERIA = {"correctness", "diagnosis", "performance"}
 SERVING_FIGURES = ("tokens_per_s", "latency_p99_s")  # what a serving tier reads of each replay
+WARM_IMPORT_S = 0.5  # torch's import: 1.4-1.9 s in a cold grade on the H100, 0.01-0.02 s forked from a warm harness
 
 
 def which_of(path: Path, puzzle: str) -> str:
-    name = path.stem.removeprefix(f"{puzzle}_")
+    # device_unverified.sh's warm_cold() names its files cold_PUZZLE_... and warm_PUZZLE_...
+    name = path.stem.removeprefix("cold_").removeprefix("warm_").removeprefix(f"{puzzle}_")
     for folder in ("alternatives", "cheats"):
         if name.startswith(f"{folder}_"):
             return f"{folder}/" + name.removeprefix(f"{folder}_")
@@ -46,6 +49,8 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
              # A grader's own rules (puzzle1's fp8 weights): the speed-ups alone do not earn a tier without them.
              "rules_passed": all(ok for name, ok in g["criteria"].items() if name not in VERDICT_CRITERIA),
              "mine_gpu_clock": g["clocks"].get("mine", {}).get("method", ""),
+             # Forked from a warm harness, torch already imported (tutor.warm), or started cold.
+             "harness": "warm" if g["stages"].get("importing", WARM_IMPORT_S) < WARM_IMPORT_S else "cold",
              # A serving grade's tier is its replay pairs' (tutor.grading.serving): kept, to be re-read.
              **({"serving_pairs": [[{k: round(side[k], 4) for k in SERVING_FIGURES} for side in pair]
                                    for pair in g["serving_pairs"]]} if g.get("serving_pairs") else {})}

@@ -38,6 +38,8 @@ GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_grad
 MEASURED_GRADES: dict[str, list] = {}
 for _path in GRADE_FIXTURES:
     MEASURED_GRADES.setdefault(_path.name.split("_")[2], []).extend(json.loads(_path.read_text()))
+# Issue 17's warm harness against a cold start: every solution of three puzzles graded once each way, one H100.
+WARM_COLD = json.loads((Path(__file__).parent / "fixtures" / "h100_warm_cold_2026-11-26.json").read_text())
 CPU_GRADES = json.loads((Path(__file__).parent / "fixtures" / "cpu_puzzle0_grades_2026-11-25.json").read_text())
 
 
@@ -194,6 +196,18 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
         {w: len(t) for w, t in tiers.items()}
 
 
+def test_a_warm_harness_grades_every_solution_as_a_cold_start_does():
+    """Issue 17: forking a grade from a warm harness changes no verdict. Each reference and alternative of puzzle1, 3
+    and 5, graded once started cold and once forked from a warm harness on one H100 (device parts 58-59), reads the
+    same tier under today's bars, the one the puzzle expects of it."""
+    tiers: dict[tuple[str, str], dict[str, str]] = {}
+    for g in WARM_COLD:
+        tiers.setdefault((g["puzzle"], g["which"]), {})[g["harness"]] = reached(g)
+    assert {p for p, _ in tiers} == {"puzzle1", "puzzle3", "puzzle5"} and len(tiers) == 9
+    assert all(t == {"cold": expected_tier(g), "warm": expected_tier(g)}
+               for g in WARM_COLD for t in [tiers[g["puzzle"], g["which"]]]), tiers
+
+
 def card_of(fixture: Path) -> str:
     return fixture.name.split("_")[0]  # h100, h200 or h200x2
 
@@ -246,15 +260,19 @@ def test_the_fixture_writer_keeps_what_these_tests_read(tmp_path):
     grade = {"run": 1, "rounds": 60, "tier": "silver", "timings_ms": {"baseline": 2.0, "mine": 1.0},
              "speedups": {"call": {"baseline": {"median": 2.000004, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}},
              "criteria": {"correctness": True, "diagnosis": True, "performance": True, "fp8 weights": False},
-             "clocks": {"mine": {"method": "held"}}}
+             "clocks": {"mine": {"method": "held"}}, "stages": {"importing": 1.6}}
     (tmp_path / "puzzle1_alternatives_bf16_graph.json").write_text(json.dumps([grade]))
     (tmp_path / "puzzle1_baseline.json").write_text(json.dumps([grade]))
     rows = [r for name in ("puzzle1_alternatives_bf16_graph.json", "puzzle1_baseline.json")
             for r in writer.rows("puzzle1", "part1", tmp_path / name)]
     assert rows == [{"puzzle": "puzzle1", "which": "alternatives/bf16_graph", "call": "part1", "run": 1, "rounds": 60,
-                     "tier_then": "silver", "rules_passed": False, "mine_gpu_clock": "held",
+                     "tier_then": "silver", "rules_passed": False, "mine_gpu_clock": "held", "harness": "cold",
                      "speedups": {"call": {"baseline": {"median": 2.0, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}}}]
     assert reached(rows[0]) == ""  # fast enough, but its rule failed
+    # A grade forked from a warm harness imported nothing; device_unverified.sh's warm_cold() names its files so.
+    (tmp_path / "warm_puzzle1_reference.json").write_text(json.dumps([{**grade, "stages": {"importing": 0.01}}]))
+    [warm] = writer.rows("puzzle1", "part58", tmp_path / "warm_puzzle1_reference.json")
+    assert (warm["which"], warm["harness"]) == ("reference", "warm")
     # A cheat's grades (cheats/NAME) stay out of the tiers' fixture, and --busy keeps every grade's NVML figures.
     busy = {"oracle": [], "mine": [], "least_ms": []}
     (tmp_path / "puzzle18_cheats_host_table.json").write_text(json.dumps([{**grade, "gpu_busy": busy}]))

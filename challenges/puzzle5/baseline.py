@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-STEPS, HEADS = 128, 8
+STEPS, HEADS = 32, 8
 
 
 def prepare(weights: dict, device: str):

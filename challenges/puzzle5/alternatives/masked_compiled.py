@@ -1,14 +1,15 @@
 """The static cache as Hugging Face's StaticCache and torch.compile write it: the cache allocated once at
 its final length and written in place by index, every step attending over all of it with a mask on
-the slots not yet filled. Every step has the same shapes, so torch.compile makes one graph for all 128
+the slots not yet filled. Every step has the same shapes, so torch.compile makes one graph for all 32
 steps (no recompiles as the sequence grows) and fuses each step's small kernels; the price is reading
-the whole cache every step, filled or not (about 12% more bytes on average than the filled slice).
+the whole cache every step, filled or not (0.4% more bytes on average than the filled slice), through an
+attention kernel that takes a mask.
 """
 
 import torch
 import torch.nn.functional as F
 
-BATCH, HIDDEN, HEADS, PROMPT, STEPS = 64, 512, 8, 512, 128
+BATCH, HIDDEN, HEADS, PROMPT, STEPS = 32, 1024, 8, 4096, 32
 
 
 class Step(torch.nn.Module):
