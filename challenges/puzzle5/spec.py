@@ -32,8 +32,8 @@ def make_input(seed: int, device: str) -> dict:
 
 def least_work(l2_bytes: int) -> dict:
     """The least one forward() must do on any GPU (tutor.grading.floor): every step's attention reads
-    the whole cache so far, keys and values, counted at 2 bytes a value (the scene's bf16: a cache kept in
-    fp8 keeps the tolerance, and one that read half the bytes would run under this floor: MEASUREMENTS.md),
+    the whole cache so far, keys and values, counted at 2 bytes a value (the scene's bf16; a cache kept in
+    fp8 keeps the tolerance, and this floor refuses only one read near full bandwidth: MEASUREMENTS.md),
     less what L2 can keep from one step to the next."""
     read = sum(max(0, 2 * BATCH * (PROMPT + t + 1) * HIDDEN * 2 - l2_bytes) for t in range(STEPS))
     return {"hbm_bytes": read, "what": f"{STEPS} steps of attention reading the cache so far at 16 bits a "
