@@ -24,13 +24,16 @@ step() {  # step NAME SECONDS COMMAND...: run it, log it, say how it ended
   echo "== $name: exit $? in $((SECONDS - start)) s"; tail -n 12 "$OUT/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-[ "${1:-1}" -le 4 ] && python3 -m tutor.cli warm --idle-min 20 > /tmp/warm.log 2>&1  # every grade below forks from it
+start_warm() {  # start_warm LOG: a warm harness (tutor.warm) for the grades after it to fork from
+  python3 -m tutor.cli warm --idle-min 20 > "$1" 2>&1
+}
+[ "${1:-1}" -le 4 ] && start_warm /tmp/warm.log  # every grade below forks from it
 on_gpu() {  # on_gpu N STEP...: steps on GPU N alone, forked from a warm harness of that GPU's own
   local gpu=$1; shift
   if [ "$gpu" -ge "$(nvidia-smi -L | wc -l)" ]; then  # a 1-GPU machine: say what did not run, run the rest
     echo "== skipped on GPU $gpu (this machine has $(nvidia-smi -L | wc -l)): $*"; return 0
   fi
-  (export CUDA_VISIBLE_DEVICES=$gpu; python3 -m tutor.cli warm --idle-min 20 > "/tmp/warm$gpu.log" 2>&1; "$@")
+  (export CUDA_VISIBLE_DEVICES=$gpu; start_warm "/tmp/warm$gpu.log"; "$@")
 }
 measure() {  # measure PUZZLE SECONDS [GRADES [OPTION...]]: a draft measured, 5 grades a solution, into $OUT/PUZZLE
   step "measure_$1" "$2" python3 benchmarks/measure_draft.py "$1" "$OUT/$1" "${3:-5}" "${@:4}"
@@ -41,14 +44,15 @@ grades() {  # grades PUZZLE WHICH SECONDS [RUNS]: one solution of a draft graded
     --json "$OUT/$name.json")
 }
 warm_cold() {  # warm_cold PUZZLE SECONDS: each solution graded once cold (INFPROF_WARM=0), once forked from a warm harness
-  local pid=$1 which name
-  python3 -m tutor.cli warm --idle-min 20 > "/tmp/warm_$pid.log" 2>&1
+  local pid=$1 which name harness
+  start_warm "/tmp/warm_$pid.log"
   for which in reference $(cd "challenges/$pid/alternatives" && ls -- *.py | sed 's/\.py$//; s/^/alternatives\//'); do
-    name="${pid}_${which//\//_}"
-    (export INFPROF_DRAFTS=1 INFPROF_WARM=0; step "cold_$name" "$2" python3 benchmarks/grade_stability.py "$pid" --runs 1 \
-      --which "$which" --workspace "/tmp/ws_$pid" --json "$OUT/cold_$name.json")
-    (export INFPROF_DRAFTS=1; step "warm_$name" "$2" python3 benchmarks/grade_stability.py "$pid" --runs 1 \
-      --which "$which" --workspace "/tmp/ws_$pid" --json "$OUT/warm_$name.json")
+    for harness in cold warm; do
+      name="${harness}_${pid}_${which//\//_}"
+      (export INFPROF_DRAFTS=1; [ "$harness" = cold ] && export INFPROF_WARM=0
+       step "$name" "$2" python3 benchmarks/grade_stability.py "$pid" --runs 1 --which "$which" \
+         --workspace "/tmp/ws_$pid" --json "$OUT/$name.json")
+    done
   done
 }
 case ${1:-1} in
@@ -255,7 +259,7 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   58) measure puzzle5 200 4 --no-recordings --which alternatives/masked_compiled
       warm_cold puzzle5 90; warm_cold puzzle1 90 ;;
   59) warm_cold puzzle3 150
-      (python3 -m tutor.cli warm --idle-min 20 > /tmp/warm.log 2>&1
+      (start_warm /tmp/warm.log
        step latency 200 python3 benchmarks/grade_latency.py puzzle1 puzzle3 --warm --runs 2 --json "$OUT/latency.json") ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;

@@ -29,11 +29,16 @@ def reference_ncu(puzzle: str) -> Path:
     return h100 if h100.is_file() else fixtures / f"h200_{puzzle}_reference_ncu.csv"
 
 
-def puzzle_file(puzzle, relative: str):
-    """A file of a puzzle's folder as a module of its own, loaded as the harness loads workloads (by path)."""
+def puzzle_file(puzzle, relative: str, sizes: dict | None = None):
+    """A file of a puzzle's folder as a module of its own, loaded as the harness loads workloads (by path). With
+    `sizes`, each size constant the module defines set to it: the same code on a scene the CPU can run."""
     from tutor.harness.loading import load_module
 
-    return load_module(puzzle.folder / relative, f"{puzzle.id}_{relative.replace('/', '_')}", ())
+    module = load_module(puzzle.folder / relative, f"{puzzle.id}_{relative.replace('/', '_')}", ())
+    for name, value in (sizes or {}).items():
+        if hasattr(module, name):
+            setattr(module, name, value)
+    return module
 
 
 def ptxas_kernel(tmp_path, puzzle, relative: str):

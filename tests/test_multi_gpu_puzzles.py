@@ -52,11 +52,8 @@ def _styles_in_rank(puzzle, styles: list[str], cpu_sizes: dict, unsplit) -> dict
     same split, a CPU's share of it), compared with the baseline's output and with `unsplit(weights, x)`."""
     import torch.distributed as dist
 
-    spec = puzzle_file(puzzle, "spec.py")
     device = "cpu" if dist.get_backend() == "gloo" else "cuda"
-    if device == "cpu":
-        for name, value in cpu_sizes.items():
-            setattr(spec, name, value)
+    spec = puzzle_file(puzzle, "spec.py", cpu_sizes if device == "cpu" else None)
     weights, x = spec.make_weights(1, device), spec.make_input(2, device)
     outputs = {}
     for style in styles:
@@ -101,7 +98,6 @@ def test_puzzle16_every_style_gives_rank_0_the_baselines_output_bit_for_bit(back
     assert [r["differ"] for r in replies] == [[], []] and replies[0]["baseline_is_unsplit"]
 
 
-
 # -- puzzle19: a tensor-parallel decode step chunked for overlap (two gloo ranks on the CPU) ---------------------
 
 P19 = get_puzzle("puzzle19")
@@ -129,7 +125,6 @@ def test_puzzle19_every_style_gives_rank_0_the_baselines_step_within_its_toleran
         assert max(reply["errors"].values()) < P19.correctness.max_rel_l2, reply["errors"]
         assert reply["unsplit_rel"] < 2e-2
     assert replies[0]["baseline_digest"] == replies[1]["baseline_digest"]  # both ranks hold the same sum
-
 
 
 @pytest.mark.parametrize("puzzle_id", ["puzzle16", "puzzle19"])

@@ -20,12 +20,8 @@ PUZZLE = get_puzzle("puzzle5")
 ON_THE_CPU = {"BATCH": 4, "HIDDEN": 256, "PROMPT": 256, "STEPS": 16}
 
 
-def module(relative: str, size: dict | None = None):
-    loaded = puzzle_file(PUZZLE, relative)
-    for name, value in (size or {}).items():
-        if hasattr(loaded, name):
-            setattr(loaded, name, value)
-    return loaded
+def module(relative: str, sizes: dict | None = None):
+    return puzzle_file(PUZZLE, relative, sizes)
 
 
 @pytest.mark.parametrize("workload", ["alternatives/in_place.py", "alternatives/masked_compiled.py"])
