@@ -60,3 +60,19 @@ def test_its_recording_shows_the_copies_the_story_names():
     assert copies["count"] == recorded.values["iterations"] * (2 * steps + 1)
     assert recorded.values["kernels.category.copy.share"] > 0.5 > recorded.values["kernels.category.attention.share"]
     assert recorded.values["gpu.busy_fraction"] > 0.9  # the bytes, not the host, set a step's time
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/in_place.py",
+                                      "alternatives/masked_compiled.py"])
+def test_every_style_decodes_the_baselines_states_on_the_gpu(workload):
+    """At full size on a GPU, graphed and compiled as a grade runs them: each style within the tolerance of the
+    baseline, twice (the second call starts from the cache and graph the first left)."""
+    spec, baseline, other = (module(f) for f in ("spec.py", "baseline.py", workload))
+    weights = spec.make_weights(3, "cuda")
+    state = other.prepare(weights, "cuda")
+    for seed in (8, 9):
+        x = spec.make_input(seed, "cuda")
+        rel = relative_l2(other.forward(state, x), baseline.forward(weights, x))
+        print(f"{workload} vs baseline on the GPU: relative L2 {rel:.2e}")
+        assert rel < PUZZLE.correctness.max_rel_l2
