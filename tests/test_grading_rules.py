@@ -150,6 +150,20 @@ def reached(grade: dict, bars: float = 1.0) -> str:
     return tier_reached(puzzle, speedups)
 
 
+def tiers_read_as_then(grades: list[dict]) -> dict[str, set[str]]:
+    """Each solution's tiers, every grade re-read under today's bars and asserted to read as it did then."""
+    read: dict[str, set[str]] = {}
+    for g in grades:
+        assert reached(g) == g["tier_then"], g
+        read.setdefault(g["which"], set()).add(reached(g) or "none")
+    return read
+
+
+def tiers_expected(puzzle) -> dict[str, set[str]]:
+    """The tier each solution of `puzzle` must read in every grade: the reference gold, each alternative its own."""
+    return {"reference": {"gold"}, **{f"alternatives/{name}": {tier} for name, tier in puzzle.alternatives.items()}}
+
+
 @pytest.mark.parametrize("grade", [g for g in H100_GRADES if g["mine_gpu_clock"] == "held"],
                          ids=lambda g: f"{g['puzzle']}-{g['which']}-{g['call']}.{g['run']}")
 def test_every_honest_solution_graded_on_the_h100_clears_its_tier_under_the_bars_of_today(grade):

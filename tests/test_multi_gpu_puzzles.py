@@ -134,17 +134,10 @@ def test_their_h200_grades_read_the_tier_they_read_then_under_todays_bars(puzzle
     (puzzle13's tiers moved after its grades: tests/test_grading_rules.py reads them under today's bars.)"""
     import json
 
-    from test_grading_rules import reached
+    from test_grading_rules import tiers_expected, tiers_read_as_then
 
-    puzzle = get_puzzle(puzzle_id)
     fixture = Path(__file__).parent / "fixtures" / f"h200x2_grades_{puzzle_id}_2026-11-26.json"
-    grades = json.loads(fixture.read_text())
-    read = {}
-    for g in grades:
-        assert reached(g) == g["tier_then"], g
-        read.setdefault(g["which"], set()).add(reached(g) or "none")
-    expected = {f"alternatives/{name}": {tier} for name, tier in puzzle.alternatives.items()}
-    assert read == {"reference": {"gold"}, **expected}
+    assert tiers_read_as_then(json.loads(fixture.read_text())) == tiers_expected(get_puzzle(puzzle_id))
 
 
 def test_their_recordings_show_what_their_diagnosis_cites():

@@ -96,8 +96,6 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
     assert not wrong and sum(len(s.tokens) for s in served) > 12
 
 
-
-
 @pytest.mark.parametrize("cheat", ["host_table", "gpu_table"])
 def test_puzzle18s_cheats_serve_every_right_token_without_the_model(cheat):
     """The cheats a serving grade's floor is held against (cheats/, MEASUREMENTS.md): the successor map read off
@@ -112,7 +110,7 @@ def test_puzzle18s_cheats_serve_every_right_token_without_the_model(cheat):
     server = workload.server(state)
     served = serving.replay(trace, server.submit, server.step, limit_s=300)
     assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served)
-    assert 0.1e12 < spec.least_flops([(len(r.prompt), r.max_new) for r in trace]) < 1e12
+    assert 0.1e12 < serving.least_flops(spec, trace) < 1e12
 
 
 def test_puzzle18s_recording_shows_requests_waiting_on_batches_and_rows_idle():
@@ -153,16 +151,11 @@ def test_puzzle18s_h100_grades_read_the_tier_they_read_then_from_their_replay_pa
     every slot silver, larger static batches bronze, smaller ones nothing (their p99 latency 2.7x the baseline's)."""
     import json
 
-    from test_grading_rules import reached
+    from test_grading_rules import tiers_expected, tiers_read_as_then
 
     grades = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_puzzle18_2026-11-26.json").read_text())
-    read = {}
-    for g in grades:
-        tier = reached(g)  # from its replay pairs, as tutor.grading.serving reads a grade
-        assert tier == g["tier_then"], g
-        read.setdefault(g["which"], set()).add(tier or "none")
-    assert read == {"reference": {"gold"}, **{f"alternatives/{name}": {tier}
-                                              for name, tier in P18.alternatives.items()}}, read
+    read = tiers_read_as_then(grades)  # each from its replay pairs, as tutor.grading.serving reads a grade
+    assert read == tiers_expected(P18), read
 
 
 def test_puzzle18s_traces_spread_its_ratio_less_than_the_h100_saw():
