@@ -77,7 +77,7 @@ case ${1:-1} in
      }
      on_gpu 0 tests_then_puzzle7 & on_gpu 1 measure puzzle8 530 & wait ;;
   6) sweep_then_puzzle5() {  # puzzle7's reference ran slower than its baseline in part 5: by thread count?
-       step sweep_puzzle7 150 python3 challenges/puzzle7/sweeps/copy_threads.py
+       # (its sweep, sweeps/copy_threads.py, left with puzzle7's first scene: git show f2ca54b:challenges/puzzle7/...)
        measure puzzle5 400
      }
      on_gpu 0 sweep_then_puzzle5 & on_gpu 1 measure puzzle6 560 & wait ;;
@@ -94,7 +94,7 @@ case ${1:-1} in
   8) on_gpu 0 measure puzzle9 560 & on_gpu 1 measure puzzle10 560 & wait ;;
   9) sweeps() {
        step sweep_puzzle5 100 python3 challenges/puzzle5/sweeps/step_costs.py
-       step sweep_puzzle7 180 python3 challenges/puzzle7/sweeps/copy_threads.py --calls 9
+       # (puzzle7's first-scene sweep, sweeps/copy_threads.py --calls 9, ran here; it left with that scene: f2ca54b)
        step sweep_puzzle7_d2h 45 python3 challenges/puzzle7/sweeps/d2h_paths.py  # its next scene: the way back
        step latency 230 python3 benchmarks/grade_latency.py puzzle3 --warm --runs 2 --json "$OUT/latency.json"
      }
@@ -216,7 +216,7 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   # was to run on the other (one GPU each; the NCCL and app tests left out as there).
   49) sweeps() {
         step sweep_puzzle5 100 python3 challenges/puzzle5/sweeps/step_costs.py
-        step sweep_puzzle7 180 python3 challenges/puzzle7/sweeps/copy_threads.py --calls 9
+        # (puzzle7's first-scene sweep, sweeps/copy_threads.py --calls 9, ran here; it left with that scene: f2ca54b)
         step sweep_puzzle7_d2h 45 python3 challenges/puzzle7/sweeps/d2h_paths.py
       }
       (export INFPROF_DRAFTS=1; on_gpu 1 step gpu_tests 330 python3 -m pytest -s -m gpu -p no:cacheprovider -v \
@@ -261,6 +261,22 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   59) warm_cold puzzle3 150
       (start_warm /tmp/warm.log
        step latency 200 python3 benchmarks/grade_latency.py puzzle1 puzzle3 --warm --runs 2 --json "$OUT/latency.json") ;;
+  # puzzle7's second scene, the way back (sweeps/scene_size.py sized it on one H100): its GPU tests (each style
+  # against the baseline; the quick checks that refuse results not waited for, left on the GPU or written again;
+  # the link probe both ways), the recording and 5 grades of the reference; then 5 of each alternative (one H100).
+  60) (export INFPROF_DRAFTS=1; step gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_puzzle7.py tests/test_floor.py)
+      measure puzzle7 360 5 --which reference ;;
+  61) measure puzzle7 570 5 --no-recordings --which alternatives/compiled_overlap,alternatives/copy_at_end ;;
+  # puzzle7 again after part 60: its GPU tests (an unfinished copy is now named as such), and the reference at the
+  # 12 rounds it ships with (part 60 graded it at 20).
+  62) (export INFPROF_DRAFTS=1; step gpu_tests 200 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_puzzle7.py)
+      measure puzzle7 330 5 --no-recordings --which reference ;;
+  # puzzle7's baseline graded as the learner's code (it must earn nothing), then each solution graded once cold and
+  # once forked from a warm harness (issue 17: the same tier both ways; one H100).
+  63) measure puzzle7 150 1 --no-recordings --which baseline
+      warm_cold puzzle7 100 ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings

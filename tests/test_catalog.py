@@ -71,6 +71,7 @@ def test_a_multi_gpu_puzzle_cannot_put_a_tier_on_the_gpu_clock(tmp_path):
     (lambda s: s.replace("min_speedup = 5.0", 'min_speedup = 5.0\nclock = "wall"', 1), "has clock 'wall'"),
     (lambda s: s.replace('profilers = ["torch"]', 'profilers = ["torch", "vtune"]'), "profilers ['vtune'] are not"),
     (lambda s: s.replace('profilers = ["torch"]', "profilers = []"), "profilers [] are not"),
+    (lambda s: s.replace("max_rel_l2 = 1e-5", 'max_rel_l2 = 1e-5\noutput = "disk"'), "output = 'disk' is not one of"),
 ])
 def test_broken_puzzle_toml_names_the_problem(tmp_path, edit, words):
     folder = tmp_path / "p"

@@ -17,9 +17,10 @@ def output(t):
 
 def test_an_identical_output_has_no_error_and_a_different_one_its_relative_l2():
     ref = torch.arange(1.0, 5.0)
-    assert compare(output(ref.clone()), output(ref)) == {"ok_structure": True, "rel_l2": 0.0, "max_abs": 0.0}
-    off = compare(output(ref + torch.tensor([0.0, 0.0, 0.0, 1.0])), output(ref))
-    assert off["ok_structure"] and off["max_abs"] == 1.0
+    assert compare(output(ref.clone()), output(ref)) == {"ok_structure": True, "rel_l2": 0.0, "max_abs": 0.0,
+                                                         "on_gpu": False}
+    off = compare(output(ref + torch.tensor([0.0, 0.0, 0.0, 1.0])), {"tensor": ref, "cuda": True})
+    assert off["ok_structure"] and off["max_abs"] == 1.0 and not off["on_gpu"]  # where the learner's output was
     assert off["rel_l2"] == pytest.approx(1.0 / math.sqrt(1 + 4 + 9 + 16))
 
 

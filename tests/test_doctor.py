@@ -55,20 +55,21 @@ def test_a_gpu_too_old_for_a_puzzle_is_not_counted_against_the_machine():
     assert could == {"puzzle1": False, "puzzle2": True}  # fp8 needs 8.9
 
 
-def unrecorded_gpu_puzzle():
-    """A one-GPU draft not yet run on its GPU (nothing to study): whichever is left, as drafts ship."""
-    return next(p for p in all_puzzles(drafts=True).values()
-                if p.hardware.device == "cuda" and p.hardware.gpus == 1 and not p.recorded_baseline.is_file())
+def unrecorded_gpu_puzzle(tmp_path):
+    """A one-GPU puzzle not yet run on its GPU, as a draft is (nothing to study): puzzle7 without its recordings."""
+    folder = tmp_path / "puzzle7"
+    shutil.copytree(get_puzzle("puzzle7").folder, folder, ignore=shutil.ignore_patterns("recordings"))
+    return load_puzzle(folder)
 
 
-def test_a_gpu_too_old_is_sent_to_study_mode_only_where_there_are_recordings():
+def test_a_gpu_too_old_is_sent_to_study_mode_only_where_there_are_recordings(tmp_path):
     a100 = Gpu("NVIDIA A100-SXM4-80GB", 8.0, 80.0, "550.54")
     m = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(8.0,), torch_cuda="12.4", gpus=(a100,))
     [too_old] = [b for b in readiness(get_puzzle("puzzle1"), m).blockers if b.label == "GPU too old"]
     assert "Study it instead: `infprof-tutor study puzzle1`" in too_old.why
     t4 = Gpu("Tesla T4", 7.5, 16.0, "550.54")
     old = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(7.5,), torch_cuda="12.4", gpus=(t4,))
-    [unrecorded] = [b for b in readiness(unrecorded_gpu_puzzle(), old).blockers if b.label == "GPU too old"]
+    [unrecorded] = [b for b in readiness(unrecorded_gpu_puzzle(tmp_path), old).blockers if b.label == "GPU too old"]
     assert "study" not in unrecorded.why.lower()
 
 
@@ -151,7 +152,7 @@ def test_a_gpu_shows_the_best_rates_its_grades_measured(tmp_path, monkeypatch):
     assert "3.01 TB/s from HBM and 731 TFLOP/s in bf16 over 1 grade(s)" in after
 
 
-def test_a_run_this_machine_cannot_do_is_refused_before_torch_loads_with_one_message():
+def test_a_run_this_machine_cannot_do_is_refused_before_torch_loads_with_one_message(tmp_path):
     from tutor.errors import EnvironmentProblem
     from tutor.machine import require_hardware
 
@@ -160,7 +161,7 @@ def test_a_run_this_machine_cannot_do_is_refused_before_torch_loads_with_one_mes
     assert no_gpu.value.message == "puzzle1 cannot run on this machine (no CUDA)."
     assert "infprof-tutor study puzzle1" in no_gpu.value.advice and "CUDA build" not in no_gpu.value.advice
     with pytest.raises(EnvironmentProblem) as unrecorded:  # a draft not yet run on a GPU: nothing to study
-        require_hardware(unrecorded_gpu_puzzle(), CPU_ONLY)
+        require_hardware(unrecorded_gpu_puzzle(tmp_path), CPU_ONLY)
     assert "(no CUDA)" in unrecorded.value.message and "study" not in unrecorded.value.advice
     with pytest.raises(EnvironmentProblem) as cpu_torch:
         require_hardware(get_puzzle("puzzle2"), H100_CPU_TORCH)

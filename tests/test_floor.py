@@ -10,7 +10,7 @@ import pytest
 
 from tutor.catalog import all_puzzles, get_puzzle
 from tutor.dev_check import least_work as spec_least_work
-from tutor.grading.floor import SLACK, check_floor, floor_ms
+from tutor.grading.floor import SLACK, check_floor, describe, floor_ms
 from tutor.harness.lockstep import merge
 from conftest import recording
 
@@ -108,6 +108,16 @@ def test_a_floor_of_bytes_across_the_host_link_is_timed_at_the_links_rate():
     assert floor_ms({**floor, "h2d_gbps": None}) == floor_ms({**H100_DATASHEET, "what": "nothing", "h2d_gbps": None})
 
 
+def test_a_floor_across_the_link_both_ways_is_the_slower_way_not_the_sum():
+    """A duplex link carries both ways at once; results copied back are timed at the link's rate into pinned memory."""
+    back = {"d2h_bytes": 134e6, "what": "embeddings copied to the host", **H100_DATASHEET, "d2h_gbps": 50.0}
+    assert floor_ms(back) == pytest.approx(134e6 / 50e9 * 1e3)
+    assert "50 GB/s into pinned host memory" in describe(back) and "from pinned" not in describe(back)
+    both = {**back, "h2d_bytes": 256e6, "h2d_gbps": 55.0}
+    assert floor_ms(both) == pytest.approx(256e6 / 55e9 * 1e3)
+    assert floor_ms({**back, "flops": 275e9, "flop_dtype": "fp32"}) > floor_ms(back)  # fp32 matmuls outlast the copy
+
+
 @pytest.mark.gpu
 def test_the_probe_measures_this_gpu():
     from tutor.harness import peaks
@@ -115,7 +125,7 @@ def test_the_probe_measures_this_gpu():
     measured = peaks.measure(host_link=True)
     print(measured)
     assert 100 < measured["hbm_read_gbps"] < 10_000 and 10 < measured["bf16_tflops"] < 3_000
-    assert 1 < measured["h2d_gbps"] < 1_000  # PCIe 3 x16 to NVLink-C2C
+    assert 1 < measured["h2d_gbps"] < 1_000 and 1 < measured["d2h_gbps"] < 1_000  # PCIe 3 x16 to NVLink-C2C
 
 
 def test_dev_check_fails_a_gpu_puzzle_without_a_floor(tmp_path):

@@ -17,7 +17,7 @@ from graders import puzzle1 as puzzle1_rules
 from tutor import actions
 from tutor.catalog import NO_TIER, all_puzzles, get_puzzle
 from tutor.grading.puzzle_checks import puzzle_criteria
-from tutor.grading.performance import tier_reached
+from tutor.grading.performance import check_correctness, tier_reached
 from tutor.grading.serving import puzzle_serving_tier, serving_estimates
 from tutor.stats import Estimate
 
@@ -38,7 +38,7 @@ GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_grad
 MEASURED_GRADES: dict[str, list] = {}
 for _path in GRADE_FIXTURES:
     MEASURED_GRADES.setdefault(_path.name.split("_")[2], []).extend(json.loads(_path.read_text()))
-# Issue 17's warm harness against a cold start: every solution of three puzzles graded once each way, one H100.
+# Issue 17's warm harness against a cold start: every solution of four puzzles graded once each way, one H100.
 WARM_COLD = json.loads((Path(__file__).parent / "fixtures" / "h100_warm_cold_2026-11-26.json").read_text())
 CPU_GRADES = json.loads((Path(__file__).parent / "fixtures" / "cpu_puzzle0_grades_2026-11-25.json").read_text())
 
@@ -110,6 +110,20 @@ def test_puzzle1_requires_fp8_resident_weights(mine_mb, growth_mb, passed):
 def test_puzzle1_rule_fails_when_memory_was_not_measured():
     [criterion] = puzzle1_rules.criteria(get_puzzle("puzzle1"), {"memory": None})
     assert not criterion.passed
+
+
+def test_a_gpu_tensor_fails_a_puzzle_whose_output_must_be_on_the_host():
+    """puzzle7's embeddings go to the host: the right numbers left on the GPU skip the copy its story is about.
+    The same output passes a puzzle whose output may be anywhere."""
+    on_gpu = {"ok_structure": True, "rel_l2": 0.0, "max_abs": 0.0, "on_gpu": True}
+    on_host = {**on_gpu, "on_gpu": False}
+    host_puzzle = get_puzzle("puzzle7")
+    assert host_puzzle.correctness.output == "host" and get_puzzle("puzzle5").correctness.output == "any"
+    refused = check_correctness(host_puzzle, [on_gpu, on_host], [on_host])
+    assert not refused.passed and refused.details[0].startswith("input 1: the output is on the GPU")
+    assert not check_correctness(host_puzzle, [on_host], [on_gpu]).passed  # a timed output too
+    assert check_correctness(host_puzzle, [on_host], [on_host]).passed
+    assert check_correctness(get_puzzle("puzzle5"), [on_gpu], [on_gpu]).passed
 
 
 def test_puzzles_without_a_grader_add_nothing():
@@ -211,13 +225,13 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
 
 
 def test_a_warm_harness_grades_every_solution_as_a_cold_start_does():
-    """Issue 17: forking a grade from a warm harness changes no verdict. Each reference and alternative of puzzle1, 3
-    and 5, graded once started cold and once forked from a warm harness on one H100 (device parts 58-59), reads the
-    same tier under today's bars, the one the puzzle expects of it."""
+    """Issue 17: forking a grade from a warm harness changes no verdict. Each reference and alternative of puzzle1, 3,
+    5 and 7, graded once started cold and once forked from a warm harness on one H100 (device parts 58-59 and 63),
+    reads the same tier under today's bars, the one the puzzle expects of it."""
     tiers: dict[tuple[str, str], dict[str, str]] = {}
     for g in WARM_COLD:
         tiers.setdefault((g["puzzle"], g["which"]), {})[g["harness"]] = reached(g)
-    assert {p for p, _ in tiers} == {"puzzle1", "puzzle3", "puzzle5"} and len(tiers) == 9
+    assert {p for p, _ in tiers} == {"puzzle1", "puzzle3", "puzzle5", "puzzle7"} and len(tiers) == 12
     assert all(t == {"cold": expected_tier(g), "warm": expected_tier(g)}
                for g in WARM_COLD for t in [tiers[g["puzzle"], g["which"]]]), tiers
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import IDENTITY
 from tutor.runner import RunFailed, RunFailedEnvironment, run_harness
 
 
@@ -182,3 +183,26 @@ def test_a_harness_bug_is_named_as_one(make_request, tmp_path):
         run_harness(request, tmp_path / "run", 120)
     print(info.value.kind, info.value.message)
     assert info.value.kind == "harness_bug" and info.value.message.startswith("the harness itself failed: KeyError")
+
+
+def test_a_host_output_must_stay_as_it_was_returned(make_request, tmp_path):
+    """A puzzle whose output is the caller's (output "host"): a workload that fills one buffer again every call
+    gives back what the last call wrote, and is caught by the call after the checked one; a fresh tensor a call
+    passes. On the CPU as on a GPU, where the GPU is also held while the output is read."""
+    reused = make_request(mine="""
+        import torch
+        out = torch.empty(4)
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return torch.mul(x, state["w"], out=out)
+    """)
+    reused["correctness"]["output"] = "host"
+    outcome, _ = run(reused, tmp_path / "reused")
+    assert [c.get("problem", "") for c in outcome.result["checks"]] == \
+        ["the next call changed the output this call returned: forward() must return results the caller keeps "
+         "(a fresh tensor each call, not a buffer it fills again)"] * 2
+    fresh = make_request(mine=IDENTITY)
+    fresh["correctness"]["output"] = "host"
+    outcome, _ = run(fresh, tmp_path / "fresh")
+    assert [c["rel_l2"] for c in outcome.result["checks"]] == [0.0, 0.0]

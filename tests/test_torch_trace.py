@@ -185,6 +185,20 @@ def test_puzzle1_extraction_here_matches_the_h100_run(puzzle1_baseline):
         assert metrics.values[key] == pytest.approx(value, rel=1e-9), key
 
 
+RECORDED_TRACES = sorted(Path(__file__).parents[1].glob("challenges/*/recordings/h100_baseline_trace.json.gz"))
+
+
+@pytest.mark.parametrize("trace", RECORDED_TRACES, ids=lambda path: path.parents[1].name)
+def test_every_recording_holds_what_its_trace_gives_today(trace):
+    """A metric the extraction learns (memcpy.d2h_gbps, for puzzle7) is in every shipped recording whose trace shows
+    it, at the value the trace gives: study mode shows what a live profile would. Figures from other sources (the
+    memory run, torch.compile's report, a serving replay, the link probe) are the recording's alone."""
+    recorded = json.loads(trace.with_name("h100_baseline_metrics.json").read_text())["values"]
+    memory = {k.removeprefix("memory."): v for k, v in recorded.items() if k.startswith("memory.")}
+    extracted = extract(trace, memory).values
+    assert {key: recorded.get(key) for key in extracted} == pytest.approx(extracted, rel=1e-9)
+
+
 def test_puzzle1_profile_shows_dequantization(puzzle1_baseline):
     metrics, _ = puzzle1_baseline
     v = metrics.values

@@ -93,7 +93,8 @@ def check_request(ws: Workspace, puzzle: Puzzle, timed: list[str]) -> dict:
     """A check-mode request: the learner's output checked against the oracle, then `timed` interleaved."""
     oracle = puzzle.correctness.oracle
     request = _base_request(ws, puzzle, "check", list(dict.fromkeys([*timed, oracle])))
-    request.update(candidate="mine", oracle=oracle, time=timed, correctness={"checks": puzzle.correctness.checks})
+    request.update(candidate="mine", oracle=oracle, time=timed,
+                   correctness={"checks": puzzle.correctness.checks, "output": puzzle.correctness.output})
     return request
 
 

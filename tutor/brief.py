@@ -38,8 +38,11 @@ def correctness_line(p: Puzzle) -> str:
         return ("- **Correctness** — every request of every replay gets exactly the tokens that\n"
                 f"  `{p.correctness.oracle}`'s server gives it in the same pair of replays, at most one a\n"
                 "  request each step (a decoder's next input is the token it just made).\n")
+    where = ("" if p.correctness.output == "any" else
+             "  It must be in host memory, complete as forward() returns (the harness holds the GPU while it reads\n"
+             "  it), and the caller's to keep: the next call must leave it as it was.\n")
     return (f"- **Correctness** — your output stays within relative L2 error {p.correctness.max_rel_l2:g} of\n"
-            f"  `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.\n")
+            f"  `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.\n" + where)
 
 
 def speed_line(p: Puzzle) -> str:

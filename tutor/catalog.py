@@ -68,11 +68,17 @@ class Tier:
     clock: str = "call"  # a key of CLOCKS: which of each call's times the speedup compares
 
 
+# Where forward()'s output must be when it returns: anywhere, or in host memory, complete as forward() returns and
+# the caller's to keep (tutor.harness.worker.Worker.run checks it; tutor.brief says it to the learner).
+OUTPUTS = ("any", "host")
+
+
 @dataclass(frozen=True)
 class Correctness:
     oracle: str
     max_rel_l2: float
     checks: int = 3
+    output: str = "any"  # one of OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,9 @@ def _check_references(p: Puzzle, meta_path: Path) -> None:
     names = set(p.workloads) | {"mine"}
     if "baseline" not in p.workloads:
         raise TutorError(f"{meta_path}: [workloads] needs a 'baseline'", "Fix the puzzle metadata.")
+    if p.correctness.output not in OUTPUTS:
+        raise TutorError(f"{meta_path}: [correctness] output = '{p.correctness.output}' is not one of {sorted(OUTPUTS)}",
+                         "Fix the puzzle metadata.")
     for ref in [p.correctness.oracle, *(t.vs for t in p.tiers)]:
         if ref not in names:
             raise TutorError(f"{meta_path}: '{ref}' is not a workload name ({sorted(names)})", "Fix the puzzle metadata.")

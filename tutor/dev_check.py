@@ -101,8 +101,9 @@ def _floor(puzzle: Puzzle) -> Check:
         return _failed("floor", "spec.py has no least_work(l2_bytes): state the bytes and FLOPs a call needs")
     except Exception as e:  # the author's code: any failure is a finding, not a crash of the checker
         return _failed("floor", f"spec.least_work failed: {type(e).__name__}: {e}")
-    if not work.get("what") or not any(work.get(key, 0) for key in ("hbm_bytes", "flops", "h2d_bytes")):
-        return _failed("floor", f"least_work gave {work}: it needs 'what' and hbm_bytes, flops or h2d_bytes above 0")
+    if not work.get("what") or not any(work.get(key, 0) for key in ("hbm_bytes", "flops", "h2d_bytes", "d2h_bytes")):
+        return _failed("floor", f"least_work gave {work}: it needs 'what' and hbm_bytes, flops, h2d_bytes or d2h_bytes "
+                                "above 0")
     return _ok("floor", work["what"])
 
 

@@ -29,6 +29,7 @@ METRIC_DOCS: dict[str, str] = {
     "memcpy.h2d_bytes_per_iter": "host-to-device bytes copied per forward()",
     "memcpy.d2h_bytes_per_iter": "device-to-host bytes copied per forward()",
     "memcpy.h2d_gbps": "achieved host-to-device bandwidth",
+    "memcpy.d2h_gbps": "achieved device-to-host bandwidth",
     "memcpy.pageable_per_iter": "copies per forward() from pageable (unpinned) host memory",
     # A rank's collectives (multi-GPU puzzles: NCCL kernels in rank 0's trace, their messages as torch records them).
     "comm.kernels_per_iter": "NCCL kernels (collectives, sends, receives) per forward() on this rank",

@@ -2,7 +2,7 @@
 
 The puzzle's spec states the least work one forward() needs (bytes that must come from HBM or across
 the host link, FLOPs that must run); the ruler measured this GPU's best HBM read bandwidth, matmul
-rate and, where it is needed, host-to-device bandwidth (tutor.harness.peaks). A timing under that
+rate and, where it is needed, the host link's bandwidth each way (tutor.harness.peaks). A timing under that
 floor is not a fast solution: a result was cached or skipped, or a timer missed work. Whatever the
 cause, it is refused, with the figures.
 """
@@ -22,24 +22,26 @@ SLACK = 1.25
 # fp32 runs on the CUDA cores, not the tensor cores: 67 against 989 dense TFLOP/s on an H100 SXM's datasheet.
 RATE_OVER_BF16 = {"bf16": 1.0, "fp16": 1.0, "fp8": 2.0, "fp32": 67 / 989}
 CLOCK_WORDS = {"call": "a call back to back", "gpu": "GPU time a call"}
+LINK_WORDS = {"h2d": "from pinned host memory", "d2h": "into pinned host memory"}
 
 
 def floor_ms(floor: dict) -> float:
     """The least time one forward() can take on the GPU that measured `floor`."""
     moving = floor.get("hbm_bytes", 0) / (floor["hbm_read_gbps"] * 1e9)
     computing = floor.get("flops", 0) / (floor["bf16_tflops"] * 1e12 * RATE_OVER_BF16[floor.get("flop_dtype", "bf16")])
-    crossing = floor["h2d_bytes"] / (floor["h2d_gbps"] * 1e9) if crosses_host_link(floor) else 0.0
+    # A duplex link carries both ways at once: the slower way bounds the call, not their sum.
+    crossing = max((floor[f"{way}_bytes"] / (floor[f"{way}_gbps"] * 1e9) for way in crossings(floor)), default=0.0)
     return max(moving, computing, crossing) * 1e3
 
 
-def crosses_host_link(floor: dict) -> bool:
-    """Whether the host link bounds the call: its bytes are part of the least work and its rate was
-    measured (the probe runs it for such puzzles alone)."""
-    return bool(floor.get("h2d_bytes") and floor.get("h2d_gbps"))
+def crossings(floor: dict) -> list[str]:
+    """The ways across the host link ("h2d", "d2h") that bound the call: their bytes are part of the least work
+    and their rate was measured (the probe runs it for such puzzles alone)."""
+    return [way for way in LINK_WORDS if floor.get(f"{way}_bytes") and floor.get(f"{way}_gbps")]
 
 
 def describe(floor: dict) -> str:
-    link = f", {floor['h2d_gbps']:.3g} GB/s from pinned host memory" if crosses_host_link(floor) else ""
+    link = "".join(f", {floor[f'{way}_gbps']:.3g} GB/s {LINK_WORDS[way]}" for way in crossings(floor))
     return (f"{floor_ms(floor):.4g} ms for {floor['what']}, at the best this {floor['gpu']} has shown "
             f"({floor['hbm_read_gbps'] / 1e3:.3g} TB/s read from HBM, {floor['bf16_tflops']:.0f} TFLOP/s in bf16{link})")
 

@@ -13,13 +13,16 @@ from tutor.stats import Estimate, speedup
 def check_correctness(puzzle: Puzzle, checks: list[dict], timed_checks=()) -> Criterion:
     """The checked inputs one by one, then every timed output: work skipped only when timed is caught."""
     limit = puzzle.correctness.max_rel_l2
+    on_host = puzzle.correctness.output == "host"
 
     def ok(c: dict) -> bool:
-        return c["ok_structure"] and c["rel_l2"] <= limit
+        return c["ok_structure"] and c["rel_l2"] <= limit and not (on_host and c.get("on_gpu"))
 
     def describe(c: dict) -> str:
         if not c["ok_structure"]:
             return c["problem"]
+        if on_host and c.get("on_gpu"):
+            return "the output is on the GPU: forward() must return it in host memory (a CPU tensor), as the spec says"
         return f"relative L2 error {c['rel_l2']:.2e}, " + ("ok" if ok(c) else f"too far (limit {limit:g})")
 
     details = [f"input {i}: {describe(c)}" for i, c in enumerate(checks, start=1)]

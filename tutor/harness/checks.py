@@ -26,7 +26,7 @@ def compare(out: dict, ref: dict) -> dict:
     if o.dtype != r.dtype:
         return {"ok_structure": False, "problem": f"output dtype {o.dtype} != expected {r.dtype}"}
     if torch.equal(o, r):  # the common case, and cheap: a large output checked every round costs no float64 copies
-        return {"ok_structure": True, "rel_l2": 0.0, "max_abs": 0.0}
+        return {"ok_structure": True, "rel_l2": 0.0, "max_abs": 0.0, "on_gpu": out["cuda"]}
     o, r = o.double(), r.double()
     if not torch.isfinite(o).all():
         problem = "output contains NaN or Inf"
@@ -36,4 +36,4 @@ def compare(out: dict, ref: dict) -> dict:
                         " read a tensor your state no longer keeps alive?)")
         return {"ok_structure": False, "problem": problem}
     rel = (torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-30)).item()
-    return {"ok_structure": True, "rel_l2": rel, "max_abs": (o - r).abs().max().item()}
+    return {"ok_structure": True, "rel_l2": rel, "max_abs": (o - r).abs().max().item(), "on_gpu": out["cuda"]}

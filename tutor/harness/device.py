@@ -120,6 +120,10 @@ class Device:
         """CUDA's call clock: `calls` back to back after `warm`, per call until the device drains; the last output."""
         return self._clock.loop_ms(warm, calls, self._flush.zero_, name)
 
+    def hold_ms(self, ms: float) -> bool:
+        """Hold the whole GPU for `ms` from now, so the host runs ahead of it; False on CPU, or without the hold."""
+        return bool(self._clock) and self._clock.hold_ms(ms)
+
     def wait_quiet(self, limit_s: float) -> float | None:
         """Before a comparator is timed: wait out GPU work another process left running (ms waited; None: it never stopped)."""
         return self._clock.wait_quiet(limit_s) if self._clock else 0.0

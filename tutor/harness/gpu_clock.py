@@ -99,6 +99,13 @@ class GpuClock:
         idle_trip_ms = _median_of(self._round_trip_ms)
         self._busy_ms = max(BUSY_FACTOR * idle_trip_ms, idle_trip_ms + BUSY_MARGIN_MS)
 
+    def hold_ms(self, ms: float) -> bool:
+        """Hold the whole GPU for `ms` from now; False where the hold is unavailable."""
+        if self._hold is None:
+            return False
+        self._hold.hold_ms(ms)
+        return True
+
     def wait_quiet(self, limit_s: float) -> float | None:
         """Wait until no other process runs work on this GPU; the milliseconds waited, None if it never got quiet."""
         start = _clock_ns()

@@ -1,5 +1,5 @@
 """What this GPU can do at best, measured: its HBM read bandwidth and its dense bf16 matmul rate, and
-for a puzzle whose work crosses the host link, its host-to-device copy bandwidth from pinned memory.
+for a puzzle whose work crosses the host link, its copy bandwidth each way between pinned host memory and the GPU.
 
 A puzzle's physical floor (tutor.grading.floor) divides the least work its output needs (the spec's
 `least_work`) by these. Measured rather than read from a datasheet, so a consumer card, or an H100
@@ -20,7 +20,7 @@ from tutor.protocol import peaks_file, read_peaks
 
 READ_BYTES = 1 << 30  # far beyond any L2: every byte comes from HBM
 MATMUL_N = 8192  # 1.1 TFLOP a call: long enough to reach the tensor cores' steady rate
-H2D_BYTES = 256 << 20  # pinned host memory to the GPU: long enough to reach the link's steady rate
+LINK_BYTES = 256 << 20  # pinned host memory to or from the GPU: long enough to reach the link's steady rate
 REPEATS = 10
 
 
@@ -56,20 +56,22 @@ def bf16_tflops() -> float:
     return 2 * MATMUL_N**3 / (ms * 1e-3) / 1e12
 
 
-def h2d_gbps() -> float:
-    """A copy from pinned host memory: the most the host link (PCIe, NVLink-C2C) carries, in GB/s."""
-    host = torch.empty(H2D_BYTES, dtype=torch.uint8, pin_memory=True)
-    device = torch.empty(H2D_BYTES, dtype=torch.uint8, device="cuda")
-    ms = _best_ms(lambda: device.copy_(host, non_blocking=True))
+def link_gbps(to_gpu: bool) -> float:
+    """A copy between pinned host memory and the GPU, one way: the most the host link (PCIe, NVLink-C2C)
+    carries that way, in GB/s."""
+    host = torch.empty(LINK_BYTES, dtype=torch.uint8, pin_memory=True)
+    device = torch.empty(LINK_BYTES, dtype=torch.uint8, device="cuda")
+    source, destination = (host, device) if to_gpu else (device, host)
+    ms = _best_ms(lambda: destination.copy_(source, non_blocking=True))
     del host, device
-    return H2D_BYTES / (ms * 1e-3) / 1e9
+    return LINK_BYTES / (ms * 1e-3) / 1e9
 
 
 def measure(host_link: bool = False) -> dict:
     """The rates every floor uses; the host link's too where the puzzle's work crosses it."""
     peaks = {"hbm_read_gbps": hbm_read_gbps(), "bf16_tflops": bf16_tflops()}
     if host_link:
-        peaks["h2d_gbps"] = h2d_gbps()
+        peaks["h2d_gbps"], peaks["d2h_gbps"] = link_gbps(to_gpu=True), link_gbps(to_gpu=False)
     torch.cuda.empty_cache()  # the probe's buffers are not the comparators' memory
     return peaks
 
@@ -99,7 +101,7 @@ def floor_facts(spec, cache_folder: str | None) -> dict | None:
         return None
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     work = least_work(int(getattr(props, "L2_cache_size", 0)))
-    return {**work, **best_rates(cache_folder, host_link=bool(work.get("h2d_bytes")))}
+    return {**work, **best_rates(cache_folder, host_link=bool(work.get("h2d_bytes") or work.get("d2h_bytes")))}
 
 
 def best_rates(cache_folder: str | None, host_link: bool = False) -> dict:

@@ -164,11 +164,39 @@ class Worker:
         return {}
 
     def run(self, name: str, seed: int) -> dict:
-        """One untimed call on the input `seed` makes: its output, for the correctness checks."""
-        out = wire.portable(self.forward(name, self._input(seed)))
+        """One untimed call on the input `seed` makes: its output, for the correctness checks.
+
+        Where the output must be on the host (the request's correctness output "host"), the GPU is held
+        while the call is made and its output read: a copy to the host that forward() did not wait for is
+        read unfinished, however fast the host. Then another call, which must leave that output as it was.
+        """
+        x = self._input(seed)
+        on_host = self.request.get("correctness", {}).get("output") == "host"
+        if on_host:
+            self.device.hold_ms(HOST_OUTPUT_HOLD_MS)
+        returned = self.forward(name, x)
+        out = wire.portable(returned)
+        if on_host:
+            out = self._kept(name, returned, out)
         self.device.synchronize()
         self._verify()
         return {"out": out}
+
+    def _kept(self, name: str, returned, out: dict) -> dict:
+        """`out`, read as forward() returned it, unless `returned` changes after: once its copies end, or with the next
+        call. The caller reads its results at once, and keeps them."""
+        if "problem" in out or out["cuda"]:
+            return out  # a GPU tensor fails the check on its own (tutor.grading.performance.check_correctness)
+        self.device.synchronize()
+        if not _same(returned, out["tensor"]):
+            return {"problem": "the output was still being written after forward() returned: wait for its copies (an "
+                               "event's or a stream's synchronize()) before returning it, as the caller reads it at once"}
+        self.forward(name, self._input(secrets.randbelow(2**62)))
+        self.device.synchronize()
+        if not _same(returned, out["tensor"]):
+            return {"problem": "the next call changed the output this call returned: forward() must return results "
+                               "the caller keeps (a fresh tensor each call, not a buffer it fills again)"}
+        return out
 
     def time(self, name: str, seeds: list[int], keep: bool) -> dict:
         """One round of `name` on the inputs `seeds` make (made outside the timers).
@@ -288,8 +316,16 @@ class Worker:
 
 # How long a comparator waits for GPU work the candidate's process left behind before that is a violation.
 QUIET_LIMIT_S = 5.0
+# How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
+# returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
+HOST_OUTPUT_HOLD_MS = 300.0
 OPERATIONS = ("prepare", "prepared", "warm_up", "calibrate", "run", "time",
               "open_server", "submit", "step", "close_server", "finish")
+
+
+def _same(now: torch.Tensor, then: torch.Tensor) -> bool:
+    """Whether a tensor still holds what was read from it (NaN where NaN was: such an output fails on its own)."""
+    return torch.equal(now, then) or not torch.isfinite(then).all()
 
 
 def host_tokens(produced, where: str) -> dict[int, list[int]]:

@@ -92,9 +92,10 @@ def gpu_metrics(gpu: pd.DataFrame, runtime: pd.DataFrame, overhead: pd.DataFrame
     d2h = copies[copies["name"].str.contains("DtoH", regex=False)]
     values["memcpy.h2d_bytes_per_iter"] = float(h2d["bytes"].sum()) / iterations
     values["memcpy.d2h_bytes_per_iter"] = float(d2h["bytes"].sum()) / iterations
-    h2d_us = float(h2d["dur"].sum())
-    if h2d_us > 0:
-        values["memcpy.h2d_gbps"] = float(h2d["bytes"].sum()) / h2d_us / 1e3  # bytes/us -> GB/s
+    for way, way_copies in (("h2d", h2d), ("d2h", d2h)):
+        us = float(way_copies["dur"].sum())
+        if us > 0:
+            values[f"memcpy.{way}_gbps"] = float(way_copies["bytes"].sum()) / us / 1e3  # bytes/us -> GB/s
     values["memcpy.pageable_per_iter"] = float(copies["name"].str.contains("Pageable", regex=False).sum()) / iterations
     values.update(comm_metrics(gpu, iterations))
     return {name: float(value) for name, value in values.items()}
