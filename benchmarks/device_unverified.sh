@@ -277,6 +277,10 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   # once forked from a warm harness (issue 17: the same tier both ways; one H100).
   63) measure puzzle7 150 1 --no-recordings --which baseline
       warm_cold puzzle7 100 ;;
+  # Issue 17's quick check, each side's process set up (its CUDA context, device and clocks) shown apart from
+  # preparing its workloads (one H100).
+  64) (start_warm /tmp/warm.log
+       step latency 500 python3 benchmarks/grade_latency.py puzzle1 puzzle3 --warm --runs 2 --json "$OUT/latency.json") ;;
   39) measure puzzle18 570 2 --no-recordings \
         --which alternatives/larger_static_batches,alternatives/continuous_full_slots,baseline ;;
   # Issue 15's recordings on the card it names: the kernel puzzles measured on H200s ship the H200's recordings

@@ -15,8 +15,8 @@ def test_a_draft_is_hidden_from_learners_until_asked_for(tmp_path, monkeypatch):
         shutil.copytree(get_puzzle("puzzle0").folder, tmp_path / pid)
         meta = tmp_path / pid / "puzzle.toml"
         meta.write_text(meta.read_text().replace('id = "puzzle0"', f'id = "{pid}"\ndraft = "{draft}"'))
-    assert list(all_puzzles(tmp_path)) == ["puzzle0"] and list(all_puzzles(tmp_path, drafts=True)) == ["puzzle0",
-                                                                                                       "puzzle99"]
+    assert list(all_puzzles(tmp_path)) == ["puzzle0"]
+    assert list(all_puzzles(tmp_path, drafts=True)) == ["puzzle0", "puzzle99"]
     monkeypatch.setenv("INFPROF_DRAFTS", "1")
     assert "puzzle99" in all_puzzles(tmp_path)
     assert load_puzzle(tmp_path / "puzzle99").draft == "being measured" and load_puzzle(tmp_path / "puzzle0").draft == ""

@@ -250,6 +250,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
 
     # The ruler first, all the way through its lazy work, while no learner code has loaded.
     for side in (ruler, learner):
+        sink.stage("preparing", f"{WHO[side.role]}: a process, its CUDA context and clocks")
+        side.ask("set_up")
         for name in side.names:
             sink.stage("preparing", name)
             side.ask("prepare", name=name)

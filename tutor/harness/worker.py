@@ -122,6 +122,11 @@ class Worker:
 
     # -- operations ---------------------------------------------------------------------------
 
+    def set_up(self) -> dict:
+        """Nothing more: the worker is built by its first message (its CUDA context, device and clocks), and a
+        coordinator that asks this first shows that apart from preparing the workloads."""
+        return {}
+
     def prepare(self, name: str) -> dict:
         if name == self.candidate:
             self.guard.freeze(*self._namespaces())
@@ -319,7 +324,7 @@ QUIET_LIMIT_S = 5.0
 # How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
 # returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
 HOST_OUTPUT_HOLD_MS = 300.0
-OPERATIONS = ("prepare", "prepared", "warm_up", "calibrate", "run", "time",
+OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "time",
               "open_server", "submit", "step", "close_server", "finish")
 
 
