@@ -279,6 +279,12 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
       warm_cold puzzle7 100 ;;
   # Issue 17's quick check, each side's process set up (its CUDA context, device and clocks) shown apart from
   # preparing its workloads (one H100).
+  # puzzle7's two later alternatives, as a judge might write them: CUDA graphs captured by hand, and an overlap in
+  # two halves (the class between the bars), 3 grades each with their GPU tests first (one H100).
+  65) (export INFPROF_DRAFTS=1; step gpu_tests 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_puzzle7.py -k "graphed or halves")
+      measure puzzle7 420 3 --no-recordings --which alternatives/graphed_head,alternatives/two_halves ;;
+  66) measure puzzle7 150 2 --no-recordings --which alternatives/graphed_head ;;  # its 4th and 5th (its margin is narrow)
   64) (start_warm /tmp/warm.log
        step latency 500 python3 benchmarks/grade_latency.py puzzle1 puzzle3 --warm --runs 2 --json "$OUT/latency.json") ;;
   39) measure puzzle18 570 2 --no-recordings \
