@@ -28,6 +28,9 @@ def test_check_mode_returns_checks_and_interleaved_samples(make_request, tmp_pat
     assert all(len(v) == 3 and min(v) > 0 for v in result["samples_ms"].values())
     stages = [e["stage"] for e in events if e["type"] == "stage"]
     assert stages[:1] == ["importing"] and "timing" in stages
+    # Each side's process set up apart from its workloads, the ruler's side first (grade_latency.py shows both).
+    prepared = [e["detail"] for e in events if e["type"] == "stage" and e["stage"] == "preparing"]
+    assert prepared == ["the puzzle's workloads: a process", "baseline", "your workload: a process", "mine"]
     assert (tmp_path / "run" / "output.log").exists()
 
 

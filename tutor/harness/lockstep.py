@@ -249,8 +249,9 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
     sides = {name: (learner if name == candidate else ruler) for name in [*names, oracle]}
 
     # The ruler first, all the way through its lazy work, while no learner code has loaded.
+    setting_up = "a process, its CUDA context and clocks" if request["device"] == "cuda" else "a process"
     for side in (ruler, learner):
-        sink.stage("preparing", f"{WHO[side.role]}: a process, its CUDA context and clocks")
+        sink.stage("preparing", f"{WHO[side.role]}: {setting_up}")
         side.ask("set_up")
         for name in side.names:
             sink.stage("preparing", name)
