@@ -285,6 +285,10 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
         tests/test_puzzle7.py -k "graphed or halves")
       measure puzzle7 420 3 --no-recordings --which alternatives/graphed_head,alternatives/two_halves ;;
   66) measure puzzle7 150 2 --no-recordings --which alternatives/graphed_head ;;  # its 4th and 5th (its margin is narrow)
+  # puzzle7 under torch.compile's reduce-overhead (sweeps/reduce_overhead.py: its outputs must be cloned), 4 grades.
+  67) (export INFPROF_DRAFTS=1; step gpu_tests 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+        tests/test_puzzle7.py -k compiled_graphs)
+      measure puzzle7 330 4 --no-recordings --which alternatives/compiled_graphs ;;
   64) (start_warm /tmp/warm.log
        step latency 500 python3 benchmarks/grade_latency.py puzzle1 puzzle3 --warm --runs 2 --json "$OUT/latency.json") ;;
   39) measure puzzle18 570 2 --no-recordings \

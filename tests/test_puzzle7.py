@@ -21,7 +21,8 @@ from tutor.metrics import ProfileMetrics
 PUZZLE = get_puzzle("puzzle7")
 ON_THE_CPU = {"ROWS": 64}
 STYLES = ["solution/workload.py", "pinned_one_stream.py", "alternatives/compiled_overlap.py",
-          "alternatives/graphed_head.py", "alternatives/two_halves.py", "alternatives/copy_at_end.py"]
+          "alternatives/graphed_head.py", "alternatives/compiled_graphs.py", "alternatives/two_halves.py",
+          "alternatives/copy_at_end.py"]
 
 
 def module(relative: str, sizes: dict | None = None):
