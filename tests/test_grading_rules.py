@@ -38,7 +38,8 @@ GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_grad
 MEASURED_GRADES: dict[str, list] = {}
 for _path in GRADE_FIXTURES:
     MEASURED_GRADES.setdefault(_path.name.split("_")[2], []).extend(json.loads(_path.read_text()))
-# Issue 17's warm harness against a cold start: every solution of four puzzles graded once each way, one H100.
+# Issue 17's warm harness against a cold start: the solutions of four puzzles graded once each way, one H100
+# (puzzle7's reference and the two alternatives it had then).
 WARM_COLD = json.loads((Path(__file__).parent / "fixtures" / "h100_warm_cold_2026-11-26.json").read_text())
 CPU_GRADES = json.loads((Path(__file__).parent / "fixtures" / "cpu_puzzle0_grades_2026-11-25.json").read_text())
 
@@ -225,9 +226,10 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
 
 
 def test_a_warm_harness_grades_every_solution_as_a_cold_start_does():
-    """Issue 17: forking a grade from a warm harness changes no verdict. Each reference and alternative of puzzle1, 3,
-    5 and 7, graded once started cold and once forked from a warm harness on one H100 (device parts 58-59 and 63),
-    reads the same tier under today's bars, the one the puzzle expects of it."""
+    """Issue 17: forking a grade from a warm harness changes no verdict. Each reference and alternative of puzzle1, 3
+    and 5, and puzzle7's reference and its first two alternatives, graded once started cold and once forked from a
+    warm harness on one H100 (device parts 58-59 and 63), reads the same tier under today's bars, the one the puzzle
+    expects of it."""
     tiers: dict[tuple[str, str], dict[str, str]] = {}
     for g in WARM_COLD:
         tiers.setdefault((g["puzzle"], g["which"]), {})[g["harness"]] = reached(g)
