@@ -289,6 +289,8 @@ alternatives/continuous_full_slots,alternatives/small_static_batches ;;
   67) (export INFPROF_DRAFTS=1; step gpu_tests 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
         tests/test_puzzle7.py -k compiled_graphs)
       measure puzzle7 330 4 --no-recordings --which alternatives/compiled_graphs ;;
+  68) (start_warm /tmp/warm.log  # issue 17: puzzle2's grade by stage, each side's set-up apart (one H100)
+       step latency 400 python3 benchmarks/grade_latency.py puzzle2 --warm --runs 2 --json "$OUT/latency.json") ;;
   64) (start_warm /tmp/warm.log
        step latency 500 python3 benchmarks/grade_latency.py puzzle1 puzzle3 --warm --runs 2 --json "$OUT/latency.json") ;;
   39) measure puzzle18 570 2 --no-recordings \
