@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tutor.catalog import Puzzle
-from tutor.grading.floor import LINK_WORDS
+from tutor.grading.floor import link_rates
 from tutor.machine import (CUDA_TORCH_FIX, GPU_EXTRAS_FIX, UNKNOWN_BUILD, Machine, Readiness, installed_version,
                            measured_peaks, readiness, requirement, this_machine, too_old, upgrade_command)
 from tutor.profilers.registry import PROFILERS
@@ -111,8 +111,7 @@ def _peaks_line(gpu_name: str) -> str:
     peaks = measured_peaks(gpu_name)
     if not peaks:
         return "its peak rates are measured by the first grade (the physical floor)"
-    link = "".join(f", {peaks[f'{way}_gbps']:.3g} GB/s {words}" for way, words in LINK_WORDS.items()
-                   if peaks.get(f"{way}_gbps"))
+    link = link_rates(peaks)
     return (f"measured at best {peaks['hbm_read_gbps'] / 1e3:.3g} TB/s from HBM and {peaks['bf16_tflops']:.0f} "
             f"TFLOP/s in bf16{link} over {peaks.get('runs', 1)} grade(s)")
 

@@ -40,8 +40,13 @@ def crossings(floor: dict) -> list[str]:
     return [way for way in LINK_WORDS if floor.get(f"{way}_bytes") and floor.get(f"{way}_gbps")]
 
 
+def link_rates(rates: dict, ways=tuple(LINK_WORDS)) -> str:
+    """", 55.3 GB/s into pinned host memory" for each of `ways` whose rate `rates` holds; "" for none."""
+    return "".join(f", {rates[f'{way}_gbps']:.3g} GB/s {LINK_WORDS[way]}" for way in ways if rates.get(f"{way}_gbps"))
+
+
 def describe(floor: dict) -> str:
-    link = "".join(f", {floor[f'{way}_gbps']:.3g} GB/s {LINK_WORDS[way]}" for way in crossings(floor))
+    link = link_rates(floor, crossings(floor))
     return (f"{floor_ms(floor):.4g} ms for {floor['what']}, at the best this {floor['gpu']} has shown "
             f"({floor['hbm_read_gbps'] / 1e3:.3g} TB/s read from HBM, {floor['bf16_tflops']:.0f} TFLOP/s in bf16{link})")
 
