@@ -169,13 +169,19 @@ def test_reading_a_trace_never_imports_torch():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 
 
+def extracted_again(trace: Path) -> tuple[ProfileMetrics, dict]:
+    """A shipped recording's trace extracted here, with the memory figures its metrics.json holds (the memory run
+    is not in the trace), and the values that metrics.json recorded on the H100."""
+    recorded = json.loads(trace.with_name("h100_baseline_metrics.json").read_text())["values"]
+    memory = {k.removeprefix("memory."): v for k, v in recorded.items() if k.startswith("memory.")}
+    return extract(trace, memory), recorded
+
+
 # Recorded by `benchmarks/device_verify.sh puzzle1` on the H100: the tutor's own `profile puzzle1`
 # run on the fp8 baseline, with the metrics it computed there.
 @pytest.fixture(scope="module")
 def puzzle1_baseline():
-    recorded = json.loads((recording("puzzle1", "metrics.json")).read_text())["values"]
-    memory = {k.removeprefix("memory."): v for k, v in recorded.items() if k.startswith("memory.")}
-    return extract(recording("puzzle1", "trace.json.gz"), memory), recorded
+    return extracted_again(recording("puzzle1", "trace.json.gz"))
 
 
 def test_puzzle1_extraction_here_matches_the_h100_run(puzzle1_baseline):
@@ -193,10 +199,8 @@ def test_every_recording_holds_what_its_trace_gives_today(trace):
     """A metric the extraction learns (memcpy.d2h_gbps, for puzzle7) is in every shipped recording whose trace shows
     it, at the value the trace gives: study mode shows what a live profile would. Figures from other sources (the
     memory run, torch.compile's report, a serving replay, the link probe) are the recording's alone."""
-    recorded = json.loads(trace.with_name("h100_baseline_metrics.json").read_text())["values"]
-    memory = {k.removeprefix("memory."): v for k, v in recorded.items() if k.startswith("memory.")}
-    extracted = extract(trace, memory).values
-    assert {key: recorded.get(key) for key in extracted} == pytest.approx(extracted, rel=1e-9)
+    metrics, recorded = extracted_again(trace)
+    assert {key: recorded.get(key) for key in metrics.values} == pytest.approx(metrics.values, rel=1e-9)
 
 
 def test_puzzle1_profile_shows_dequantization(puzzle1_baseline):
