@@ -9,6 +9,7 @@ can read, and the tier is withheld. The GPU ones run on a small CUDA spec.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import time
 
@@ -224,7 +225,9 @@ def forward(state, x):
     return solve(state, x)
 """)
     text = rejected(verdict, "correctness")
-    assert "in 15 of 15 timed calls checked" in text and "input 1: relative L2 error" in text
+    # Every call of the 15 rounds, the untimed warm call of each included (2-4), and the last one whole again.
+    wrong, checked = map(int, re.search(r"in (\d+) of (\d+) timed calls checked", text).groups())
+    assert wrong == checked and 15 * 3 <= checked <= 15 * 5 and "input 1: relative L2 error" in text
 
 
 def test_writing_into_the_input_changes_no_one_elses(workspace):

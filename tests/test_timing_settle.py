@@ -44,3 +44,11 @@ def test_the_verdict_says_what_bound_each_workload():
     assert bound("held", [1.4], [0.003 + 1.37]).startswith(" (GPU-bound: 1.4 ms a call back to back, 1.373 ms")
     assert "idle GPU" in bound("idle", [1.0], [1.0])
     assert how_timed(Measured({"x": [100.0]}), "x") == ""  # CPU puzzles: one clock
+
+
+def test_a_tail_past_the_clock_is_charged_whatever_its_share_of_the_call():
+    # A sixth of a kernel puzzle's grid left on a side stream after the end event, every call: 17% of the GPU time,
+    # once free under a threshold of a quarter of the call, now charged like any other missed work.
+    mine = WorkloadClock(held=True, hold_ms=0.2, gpu_ms=[0.50] * 15, host_ms=[0.03] * 15, after_ms=[0.085] * 15)
+    assert settle({"mine": mine}) == ["mine"]
+    assert gpu(mine) == [0.50 + 0.085] * 15

@@ -15,15 +15,19 @@ def check_correctness(puzzle: Puzzle, checks: list[dict], timed_checks=()) -> Cr
     limit = puzzle.correctness.max_rel_l2
     on_host = puzzle.correctness.output == "host"
 
+    def limit_of(c: dict) -> float:
+        return limit * SAMPLED_SLACK if c.get("sampled") else limit
+
     def ok(c: dict) -> bool:
-        return c["ok_structure"] and c["rel_l2"] <= limit and not (on_host and c.get("on_gpu"))
+        return c["ok_structure"] and c["rel_l2"] <= limit_of(c) and not (on_host and c.get("on_gpu"))
 
     def describe(c: dict) -> str:
         if not c["ok_structure"]:
             return c["problem"]
         if on_host and c.get("on_gpu"):
             return "the output is on the GPU: forward() must return it in host memory (a CPU tensor), as the spec says"
-        return f"relative L2 error {c['rel_l2']:.2e}, " + ("ok" if ok(c) else f"too far (limit {limit:g})")
+        part = f" at {c['sampled_values']} sampled values" if c.get("sampled_values") else ""
+        return f"relative L2 error {c['rel_l2']:.2e}{part}, " + ("ok" if ok(c) else f"too far (limit {limit_of(c):g})")
 
     details = [f"input {i}: {describe(c)}" for i, c in enumerate(checks, start=1)]
     wrong = [(r, c) for r, c in enumerate(timed_checks, start=1) if not ok(c)]
@@ -47,6 +51,13 @@ def check_correctness(puzzle: Puzzle, checks: list[dict], timed_checks=()) -> Cr
 
 def speedups_vs(samples_ms: dict[str, list[float]], candidate: str = "mine") -> dict[str, Estimate]:
     return {name: speedup(ms, samples_ms[candidate]) for name, ms in samples_ms.items() if name != candidate}
+
+
+# An output checked at sampled values (tutor.harness.call_checks: a large output of a round's other calls) is held
+# to 1.5 times the limit: 16384 values estimate the whole output's error within a few percent (an honest output
+# near the limit must not fail on the draw), and work skipped reads errors near 1; the last two calls of every
+# round, and the checked inputs, are compared whole at the exact limit.
+SAMPLED_SLACK = 1.5
 
 
 # A tier on the GPU clock also needs the learner's calls, host included, to keep near the

@@ -116,9 +116,19 @@ class Device:
         torch.cuda.synchronize()
         return self._clock.time_call_ms(fn, name)
 
-    def loop_ms(self, warm, calls: list, name: str) -> tuple[float, object]:
-        """CUDA's call clock: `calls` back to back after `warm`, per call until the device drains; the last output."""
-        return self._clock.loop_ms(warm, calls, self._flush.zero_, name)
+    def loop_ms(self, warm, make_calls, name: str) -> float:
+        """The call clock: `warm`, then the calls `make_calls` builds after it, back to back; milliseconds per call.
+
+        On CUDA from an idle GPU and a cold L2, until every stream drains (tutor.harness.gpu_clock); on CPU the host's.
+        """
+        if self.cuda:
+            return self._clock.loop_ms(warm, make_calls, self._flush.zero_, name)
+        warm()
+        calls = make_calls()
+        start = _clock_ns()
+        for call in calls:
+            call()
+        return (_clock_ns() - start) / 1e6 / len(calls)
 
     def hold_ms(self, ms: float) -> bool:
         """Hold the whole GPU for `ms` from now, so the host runs ahead of it; False on CPU, or without the hold."""

@@ -32,9 +32,9 @@ _Event = torch.cuda.Event
 # added 10-30 µs of jitter to the device time read after an end event (benchmarks/escape_check.py).
 _device_sync = getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize)
 
-# Missed work must exceed this much (median) before it is charged: sync wake-up jitter stays below it.
+# Missed work is charged in full once its median exceeds this: sync wake-up jitter stays below it. An absolute
+# figure, never a share of the call: any share would be a part of every call's work that runs free.
 ESCAPE_MIN_MS = 0.03
-ESCAPE_FRACTION = 0.25
 # Calibration holds the GPU this long: a workload whose host has not finished enqueuing by then
 # (most of it) waits for the GPU inside forward(), or is so host-bound that holding changes little.
 # Longer holds slow the host's enqueue and add jitter to the device time read after the call
@@ -78,8 +78,7 @@ def settle(clocks: dict[str, WorkloadClock]) -> list[str]:
     for name, clock in clocks.items():
         if not clock.after_ms:
             continue
-        missed = statistics.median(clock.after_ms)
-        if missed > max(ESCAPE_MIN_MS, ESCAPE_FRACTION * statistics.median(clock.gpu_ms)):
+        if statistics.median(clock.after_ms) > ESCAPE_MIN_MS:
             clock.charged = True
             charged.append(name)
     return charged
@@ -148,19 +147,20 @@ class GpuClock:
         clock.after_ms.append(after_ms)
         return clock.gpu_call_ms(len(clock.gpu_ms) - 1), out
 
-    def loop_ms(self, warm, calls: list, flush, name: str) -> tuple[float, object]:
-        """The call clock: `warm`, then `calls` back to back from an idle GPU and a cold L2, until the
-        whole device drains; milliseconds per call, and the last call's output."""
+    def loop_ms(self, warm, make_calls, flush, name: str) -> float:
+        """The call clock: `warm`, then the calls `make_calls` builds (only now: nothing of theirs exists while `warm`
+        runs) back to back from an idle GPU and a cold L2, until the whole device drains; milliseconds per call."""
         warm()
+        calls = make_calls()
         flush()
         _device_sync()
         start = _clock_ns()
         for call in calls:
-            out = call()
+            call()
         _device_sync()
         ms = max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms) / len(calls)
         self._clock(name).loop_ms.append(ms)
-        return ms, out
+        return ms
 
     def _clock(self, name: str) -> WorkloadClock:
         """`name`'s clock; one never calibrated is timed from an idle GPU."""

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-from tutor.harness import gpu_environment, processes, wire
+from tutor.harness import call_checks, gpu_environment, processes, wire
 from tutor.harness.checks import compare
 from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
@@ -32,7 +32,9 @@ from tutor.harness.ranks import slowest
 from tutor.protocol import death_words
 
 _order = random.SystemRandom()
-LOOP_CALLS = (4, 8)  # how many calls back to back make one sample of the call clock: drawn each round
+# How many calls back to back make one sample of the call clock, drawn each round: on CUDA, where a call is
+# milliseconds or less, and on CPU (one thread, calls of tens of milliseconds).
+LOOP_CALLS = {"cuda": (4, 8), "cpu": (1, 3)}
 DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message
 WHO = {"ruler": "the puzzle's workloads", "candidate": "your workload"}  # in the learner's words
 
@@ -283,9 +285,10 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
             break
         order = names[:]
         _order.shuffle(order)
-        # Fresh inputs every round, drawn now: no output can be memoised per input. On CUDA all but
-        # the last feed the call clock's loop, as many as drawn here (tutor.harness.worker.Worker.time).
-        seeds = [secrets.randbelow(2**62) for _ in range(_order.randint(*LOOP_CALLS) + 1)]
+        # Fresh inputs every round, drawn now: no output can be memoised per input. The first feeds the untimed
+        # warm call, the rest the call clock's loop, and on CUDA the last the GPU clock's (tutor.harness.worker.Worker.time).
+        calls = 1 + _order.randint(*LOOP_CALLS[request["device"]]) + (request["device"] == "cuda")
+        seeds = [secrets.randbelow(2**62) for _ in range(calls)]
         mine, ref = [], {}
         for name in order:
             reply = sides[name].ask("time", name=name, seeds=seeds, keep=name in (candidate, oracle))
@@ -296,8 +299,9 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
             elif name == oracle:
                 ref = dict(reply["checked"])
         for seed, out in mine:  # an oracle not timed: the ruler runs it on the same input
-            expected = ref[seed] if seed in ref else ruler.ask("run", name=oracle, seed=seed)["out"]
-            timed_checks.append(compare(out, expected))
+            ref.setdefault(seed, ruler.ask("run", name=oracle, seed=seed)["out"])
+            timed_checks.append(compare(out, ref[seed]))
+        timed_checks += every_call_checked(request, seeds, learner, ruler, ref)
         sink.progress("timing", r + 1, rounds)
 
     after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
@@ -307,6 +311,21 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),
                                  "concerns": gpu_environment.concerns(before, after, {*ruler.pids, *learner.pids})}
     return result
+
+
+def every_call_checked(request: dict, seeds: list[int], learner, ruler, whole: dict) -> list[dict]:
+    """Each of the round's calls, the warm call's included, against the oracle's on the same input: at places drawn
+    now, after every call returned (tutor.harness.call_checks), so no call is worth skipping. `whole`: the oracle's
+    outputs already read whole, by seed."""
+    seed = secrets.randbelow(2**62)
+    mine = learner.ask("sampled", name=request["candidate"], seed=seed)["samples"]
+    if request["oracle"] in request["time"] and request["oracle"] != request["candidate"]:
+        theirs = ruler.ask("sampled", name=request["oracle"], seed=seed)["samples"]
+    else:  # an oracle the ruler did not time: it runs it on each input, sampled here at the same places
+        outs = [whole[s] if s in whole else ruler.ask("run", name=request["oracle"], seed=s)["out"] for s in seeds]
+        theirs = [o if "problem" in o else call_checks.sampled(o["tensor"], seed, o["cuda"], o.get("strides"))
+                  for o in outs]
+    return [compare(m, t) for m, t in zip(mine, theirs, strict=True)]
 
 
 def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, stalled: list[str]) -> dict:

@@ -33,6 +33,7 @@ def portable(out) -> dict:
     subclass is never touched: it could run code of its own when read.
     """
     if type(out) is torch.Tensor:
-        return {"tensor": out.detach().to("cpu", copy=True), "cuda": out.is_cuda}
+        return {"tensor": out.detach().to("cpu", copy=True), "cuda": out.is_cuda,
+                "strides": None if out.is_contiguous() else tuple(out.stride())}
     what = "a tensor subclass, not a plain torch.Tensor" if isinstance(out, torch.Tensor) else "not a tensor"
     return {"problem": f"forward() returned {type(out).__name__}, {what}"}

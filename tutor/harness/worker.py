@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from tutor.harness import peaks, wire
+from tutor.harness import call_checks, peaks, wire
 from tutor.harness.checks import own_copy
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
@@ -117,6 +117,7 @@ class Worker:
         self.side: SideWork | None = None
         self.pool_by_round: list[float] = []
         self.warm: list = []
+        self.kept: dict[str, list[call_checks.Kept]] = {}  # each workload's outputs of its last round
         self.prepared_bytes = 0
         self._shared = None
 
@@ -204,32 +205,53 @@ class Worker:
         return out
 
     def time(self, name: str, seeds: list[int], keep: bool) -> dict:
-        """One round of `name` on the inputs `seeds` make (made outside the timers).
+        """One round of `name` on the inputs `seeds` make, each made only once the call before it returned.
 
-        On CUDA: the call clock's loop on all but the last, then the GPU clock's call on the last.
-        On CPU: one call on the last, the call clock. With `keep`, each checked output by its seed:
-        the loop's last (the number of calls changes each round, so no call can tell it is the one
-        checked) and the single call's.
+        An untimed call on the first warms the host (tutor.harness.gpu_clock); the call clock's calls back to back
+        on the rest, all but the last on CUDA, where the GPU clock's call takes the last. Every call's output is
+        kept in the clock, as it returned (tutor.harness.call_checks), for `samples` to read after; with `keep`,
+        the last two outputs whole too, by their seeds (the number of calls changes each round).
         """
-        loop = [self._input(seed) for seed in seeds[:-1]] if self.device.cuda else []
-        x = self._input(seeds[-1])
         waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
-        checked = []
-        if loop:
-            other = self._input(secrets.randbelow(2**62))  # the warm call's: nothing it leaves answers the loop's
-            ms, out = self.device.loop_ms(lambda: self.forward(name, other),
-                                          [lambda x=x: self.forward(name, x) for x in loop], name)
+        loop_seeds, single = (seeds[1:-1], seeds[-1]) if self.device.cuda else (seeds[1:], None)
+        kept = self.kept[name] = []  # every workload timed alike; only the candidate's and the oracle's are read
+        last = []
+
+        def call(x):
+            out = self.forward(name, x)
+            kept.append(call_checks.Kept(out))
+            return out
+
+        def last_call(x):
+            last.append(call(x))
+
+        def warm():
+            call(self._input(seeds[0]))
+
+        def loop_calls():  # made after the warm call returned: nothing it leaves answers the loop's
+            inputs = [self._input(seed) for seed in loop_seeds]
+            return [lambda x=x: call(x) for x in inputs[:-1]] + [lambda x=inputs[-1]: last_call(x)]
+
+        ms = self.device.loop_ms(warm, loop_calls, name)
+        self.samples[name].append(ms)  # the call clock's sample
+        checked = [[loop_seeds[-1], wire.portable(last.pop())]] if keep else []
+        self._verify()
+        if single is not None:
+            x = self._input(single)  # made after the loop ended: no call of it could work ahead
+            _, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
+            kept.append(call_checks.Kept(out))  # after the events: read whole below, nothing overwrites it
             if keep:
-                checked.append([seeds[-2], wire.portable(out)])
+                checked.append([single, wire.portable(out)])
             del out
             self._verify()
-        single_ms, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
-        self.samples[name].append(ms if loop else single_ms)  # the call clock's sample
-        if keep:
-            checked.append([seeds[-1], wire.portable(out)])
-        del out
-        self._verify()
+        if not keep:
+            del self.kept[name]
         return {"waited_ms": waited if waited is not None else -1.0, "checked": checked}
+
+    def sampled(self, name: str, seed: int) -> dict:
+        """Every output `name`'s last round kept, in call order, at the places `seed` draws: the coordinator sends
+        it only after the round, so no call could know them."""
+        return {"samples": call_checks.samples(self.kept.pop(name, []), seed)}
 
     def open_server(self, name: str) -> dict:
         """A fresh server of `name` for one replay: nothing queued, nothing left from the replay before. The
@@ -324,7 +346,7 @@ QUIET_LIMIT_S = 5.0
 # How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
 # returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
 HOST_OUTPUT_HOLD_MS = 300.0
-OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "time",
+OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "time", "sampled",
               "open_server", "submit", "step", "close_server", "finish")
 
 

@@ -1,0 +1,241 @@
+"""Every call of a timed round counts (tutor.harness.call_checks), run through the harness for real on CPU.
+
+Each workload below skips or fakes the work of the calls it believes unchecked, or returns what the
+caller cannot use; before every call was checked, each of them passed (the CUDA loop checked its last
+call alone, and compared whole outputs read at once).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tutor.harness.call_checks import REUSED
+from tutor.runner import run_harness
+
+SPEC = """
+import torch
+def make_weights(seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return {"w": torch.randn(64, 32, generator=g)}
+def make_input(seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(64, 32, generator=g)
+"""
+BASELINE = """
+import torch
+def prepare(weights, device):
+    return weights
+def forward(state, x):
+    return x * state["w"]
+"""
+ROUNDS = 12  # with 2-4 calls a round, a cheat that needs three calls in one round gets them (all but (1/3)^12)
+
+
+def checked(make_request, tmp_path, mine: str) -> dict:
+    request = make_request(baseline=BASELINE, mine=textwrap.dedent(mine))
+    with open(request["spec"], "w") as spec:
+        spec.write(SPEC)
+    request["timing"]["rounds"] = ROUNDS
+    result = run_harness(request, tmp_path / "run", 300).result
+    return result
+
+
+def right(check: dict) -> bool:
+    return check["ok_structure"] and check["rel_l2"] == 0.0
+
+
+def wrong_per_round(result: dict) -> tuple[int, int]:
+    """How many timed outputs were wrong, of how many."""
+    timed = result["timed_checks"]
+    print([c.get("problem") or c["rel_l2"] for c in timed if not right(c)][:6])
+    return sum(not right(c) for c in timed), len(timed)
+
+
+def test_an_honest_workload_passes_every_call(make_request, tmp_path):
+    result = checked(make_request, tmp_path, BASELINE)
+    assert all(map(right, result["checks"])) and wrong_per_round(result)[0] == 0
+    # The warm call, 1-3 calls back to back and the last of them whole again: 3-5 checks a round.
+    assert 3 * ROUNDS <= len(result["timed_checks"]) <= 5 * ROUNDS
+
+
+def test_calls_back_to_back_that_skip_their_work_are_caught(make_request, tmp_path):
+    # Told apart by the gaps of its own host clock: right after a pause, zeros when called again at once.
+    result = checked(make_request, tmp_path, """
+        import time, torch
+        last = [0.0]
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            quick = time.perf_counter() - last[0] < 0.002
+            out = torch.zeros_like(x) if quick else x * state["w"]
+            last[0] = time.perf_counter()
+            return out
+    """)
+    wrong, _ = wrong_per_round(result)
+    assert wrong >= ROUNDS  # the first call after the warm call, at least, in every round
+
+
+def test_calls_told_unchecked_by_the_callers_frames_are_caught(make_request, tmp_path):
+    # Reads the harness's frames: skips the warm call, and every call of a loop but its last.
+    result = checked(make_request, tmp_path, """
+        import sys, torch
+        def prepare(weights, device):
+            return weights
+        def unchecked():
+            frame = sys._getframe(2)
+            while frame is not None:
+                names = frame.f_locals
+                if frame.f_code.co_name == "warm":
+                    return True
+                calls = names.get("calls")
+                if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
+                    return True
+                frame = frame.f_back
+            return False
+        def forward(state, x):
+            return torch.zeros_like(x) if unchecked() else x * state["w"]
+    """)
+    wrong, _ = wrong_per_round(result)
+    assert all(map(right, result["checks"])) and wrong >= ROUNDS  # the warm call of every round
+
+
+def test_no_call_after_a_pause_finds_the_inputs_of_the_calls_timed_after_it(make_request, tmp_path):
+    # After a pause (the warm call, a check) it finds every input-shaped tensor alive and works out its answer,
+    # to serve it later in no time. Each input is made only once the call before it returned: nothing to find.
+    served = tmp_path / "served"
+    result = checked(make_request, tmp_path, f"""
+        import gc, time, torch
+        last, table = [0.0], {{}}
+        def prepare(weights, device):
+            return weights
+        def key(t):
+            return repr(t[0, :4].tolist())
+        def forward(state, x):
+            if time.perf_counter() - last[0] > 0.002:
+                for o in gc.get_objects():
+                    if type(o) is torch.Tensor and o is not x and o.shape == x.shape and key(o) != key(x):
+                        table[key(o)] = o * state["w"]
+            out = table.pop(key(x), None)
+            if out is not None:
+                with open({str(served)!r}, "a") as f:
+                    f.write("served\\n")
+            last[0] = time.perf_counter()
+            return out if out is not None else x * state["w"]
+    """)
+    assert wrong_per_round(result)[0] == 0 and not served.exists()
+
+
+def test_an_output_returned_as_a_strided_view_is_refused(make_request, tmp_path):
+    # The right values, laid out transposed: a caller reading it as the oracle's layout reads it slowly or wrongly.
+    result = checked(make_request, tmp_path, """
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return (x * state["w"]).t().contiguous().t()
+    """)
+    problems = {c.get("problem", "")[:42] for c in result["checks"] + result["timed_checks"]}
+    assert problems == {"output is a strided view (strides (1, 64))"}
+
+
+def test_a_host_buffer_filled_again_two_calls_later_is_caught(make_request, tmp_path):
+    # Two buffers used in turn: each output right when read at once, overwritten two calls later.
+    result = checked(make_request, tmp_path, """
+        import torch
+        buffers, calls = [], [0]
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            if not buffers:
+                buffers.extend([torch.empty_like(x), torch.empty_like(x)])
+            out = buffers[calls[0] % 2]
+            calls[0] += 1
+            return torch.mul(x, state["w"], out=out)
+    """)
+    assert all(map(right, result["checks"])) and wrong_per_round(result)[0] >= 1
+    assert {c["problem"] for c in result["timed_checks"] if not right(c)} == {REUSED}
+
+
+@pytest.mark.parametrize("returns, words", [("[x]", "not a tensor"), ("x.to(torch.float64)", "dtype")])
+def test_a_call_of_the_wrong_kind_is_named(make_request, tmp_path, returns, words):
+    # Wrong only in calls back to back (after a pause it is right): sampled, still named for what it is.
+    result = checked(make_request, tmp_path, f"""
+        import time, torch
+        last = [0.0]
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            quick = time.perf_counter() - last[0] < 0.002
+            last[0] = time.perf_counter()
+            x = x * state["w"]
+            return {returns} if quick else x
+    """)
+    assert any(words in c.get("problem", "") for c in result["timed_checks"])
+
+
+# --- on CUDA: the call clock's loop, the GPU clock's call after it -----------------------------------------
+
+# Works out, in an untimed call, the answers of every other input it finds alive, to serve them later in no
+# time: the warm call (in the call clock's loop_ms, before its clock starts) for the loop's calls, and a loop
+# call for the GPU clock's. Each input is made only once the call before it returned: nothing to find.
+PRECOMPUTES_WHERE_UNTIMED = """
+import gc, sys, torch
+table = {}
+def key(t):
+    return repr(t[0, :4].float().tolist())
+def phase():
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "loop_ms":  # the innermost: the GPU clock's, where the clock is `start`
+            return "loop" if "start" in frame.f_locals else "warm"
+        if frame.f_code.co_name == "time_call_ms":
+            return "gpu clock"
+        frame = frame.f_back
+    return "other"
+def forward(w, x):
+    now = phase()
+    if now in ("warm", "loop"):
+        for o in gc.get_objects():
+            if type(o) is torch.Tensor and o is not x and o.shape == x.shape and o.is_cuda and key(o) not in table:
+                table[key(o)] = (now, chain(w, o))
+    found = table.pop(key(x), None)
+    if found is not None and (found[0] == "warm" or now == "gpu clock"):
+        open(SERVED, "a").write(f"{found[0]} -> {now}\\n")
+    return found[1] if found is not None else chain(w, x)
+"""
+
+
+@pytest.mark.gpu
+def test_gpu_no_untimed_call_finds_the_inputs_timed_after_it(tmp_path):
+    from test_anticheat import CHAIN, run_cuda
+
+    served = tmp_path / "served"
+    result = run_cuda(tmp_path, CHAIN + f"SERVED = {str(served)!r}\n" + PRECOMPUTES_WHERE_UNTIMED, rounds=5)
+    print("served from work done untimed:", served.read_text() if served.exists() else "nothing")
+    assert not served.exists() and all(c["ok_structure"] for c in result["timed_checks"])
+
+
+@pytest.mark.gpu
+def test_gpu_calls_told_unchecked_by_the_callers_frames_are_caught(tmp_path):
+    from test_anticheat import CHAIN, right, run_cuda
+
+    result = run_cuda(tmp_path, CHAIN + """
+import sys
+def unchecked():
+    frame = sys._getframe(2)
+    while frame is not None:
+        names = frame.f_locals
+        if frame.f_code.co_name == "warm":
+            return True
+        calls = names.get("calls")
+        if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
+            return True
+        frame = frame.f_back
+    return False
+def forward(w, x):
+    return torch.zeros_like(x) if unchecked() else chain(w, x)
+""")
+    wrong = sum(not right(c) for c in result["timed_checks"])
+    print("frames:", wrong, "of", len(result["timed_checks"]), "timed outputs wrong")
+    assert all(map(right, result["checks"])) and wrong >= 4 * 10  # the warm call and 3-7 of the loop's, 10 rounds

@@ -1,0 +1,84 @@
+"""Every timed call's output, kept as it returned and checked after the clock stops.
+
+A round's calls are all checked, the untimed warm call included, so no call is worth skipping:
+- in the clock, right after each call, the output is kept: a GPU tensor copied on the caller's stream
+  (a later call may overwrite it, as a graph's static output is, and work a thread queues after the call
+  returned lands after the copy), a host tensor kept as it is (it is the caller's to keep through the
+  round: a buffer a later call fills again reads the later call's answer, and fails) with a few of its
+  values read at once, at places drawn only then, so a copy still landing after forward() returned is
+  seen as its caller would see it;
+- after the clock, the coordinator draws a seed and every kept output is sampled at the places it
+  makes, the oracle's at the same places (tutor.harness.checks.compare). The places are drawn after
+  every call returned, so no workload can compute only those.
+Both sides pay the same: one copy launched a call, or a few hundred values read (benchmarks/check_cost.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+SAMPLED = 16384  # values compared of each output; an output this small or smaller is compared whole
+EARLY = 256  # values of a host output read as forward() returns
+
+
+def _places(numel: int, count: int, seed: int) -> torch.Tensor:
+    if numel <= count:
+        return torch.arange(numel)
+    return torch.randint(numel, (count,), generator=torch.Generator().manual_seed(seed))
+
+
+class Kept:
+    """One call's output as the harness keeps it until the round is checked."""
+
+    _draw = torch.Generator()  # seeded anew from the OS for each host output: nothing in the process knew the places
+
+    def __init__(self, out):
+        self.problem, self.tensor, self.early = "", None, None
+        if type(out) is not torch.Tensor:
+            what = "a tensor subclass, not a plain torch.Tensor" if isinstance(out, torch.Tensor) else "not a tensor"
+            self.problem = f"forward() returned {type(out).__name__}, {what}"
+            return
+        self.cuda = out.is_cuda
+        self.strides = None if out.is_contiguous() else tuple(out.stride())
+        self.tensor = out.clone() if self.cuda else out
+        if not self.cuda and self.strides is None and out.numel():
+            places = torch.randint(out.numel(), (EARLY,),
+                                   generator=self._draw.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1))
+            self.early = (places, out.view(-1)[places])
+
+    def sample(self, seed: int) -> dict:
+        """The output at the places `seed` draws, with what shows its structure; or what it is instead."""
+        if self.problem:
+            return {"problem": self.problem}
+        if self.early is not None:
+            places, then = self.early
+            if not torch.equal(self.tensor.view(-1)[places], then) and torch.isfinite(then).all():
+                return {"problem": "the output was still being written after forward() returned: wait for its copies "
+                                   "(an event's or a stream's synchronize()) before returning it"}
+        return sampled(self.tensor, seed, cuda=self.cuda, strides=self.strides)
+
+
+def sampled(tensor: torch.Tensor, seed: int, cuda: bool, strides=None) -> dict:
+    """`tensor`'s values at the places `seed` draws for its size, as tutor.harness.checks.compare reads them."""
+    places = _places(tensor.numel(), SAMPLED, seed)
+    values = tensor.reshape(-1)[places.to(tensor.device)].to("cpu")
+    return {"tensor": values, "cuda": cuda, "shape": tuple(tensor.shape), "dtype": str(tensor.dtype),
+            "strides": strides, "whole": tensor.numel() <= SAMPLED}
+
+
+REUSED = ("a later call of the round wrote into the output this call returned: forward() must return results the "
+          "caller keeps (a fresh tensor each call, not a buffer it fills again)")
+
+
+def samples(kept: list[Kept], seed: int) -> list[dict]:
+    """A round's kept outputs, in call order, at the places `seed` draws; an output a later call returned again
+    (the same host buffer, filled anew) is named for that, not read."""
+    later = set()
+    found = []
+    for k in reversed(kept):
+        where = k.tensor.data_ptr() if k.tensor is not None and not k.cuda and k.tensor.numel() else None
+        found.append({"problem": REUSED} if where is not None and where in later else k.sample(seed))
+        later.add(where)
+    return found[::-1]
