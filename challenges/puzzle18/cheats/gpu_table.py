@@ -1,7 +1,8 @@
 """A cheat the floor cannot tell (MEASUREMENTS.md): the chain read off the weights once, then each step one
 gather on the GPU for every live request's next state and one copy back. The model never runs after
 prepare(), yet NVML sees a kernel a step: a serving grade's floor measures the GPU's busy time, not what its
-kernels compute, and this cheat keeps it busy about a fifth as long as the reference does."""
+kernels compute, and this cheat keeps it busy about a fifth as long as the reference does. Must get: refused;
+the busy-time floor refuses it today (MEASUREMENTS.md), and issue 37 asks for a check of the model's own work."""
 
 import torch
 

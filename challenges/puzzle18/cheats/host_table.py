@@ -1,6 +1,7 @@
 """A cheat, not a fix (MEASUREMENTS.md): the chain read off the weights once, then a token a request a step
 from a Python list, the model never run and the GPU idle. Every token is right and comes one a step; the
-grade's floor refuses it on a GPU (NVML sees no work in its replays: tutor.grading.serving)."""
+grade's floor refuses it on a GPU (NVML sees no work in its replays: tutor.grading.serving). Must get: refused
+(physical floor)."""
 
 import torch
 

@@ -1,0 +1,81 @@
+"""Every puzzle's cheats/ folder: workloads a grade must refuse, each saying what it tries and what it must get.
+
+Graded on the GPU with `benchmarks/grade_stability.py PUZZLE --which cheats/NAME` (their verdicts in the
+puzzle's MEASUREMENTS.md); here, each one's own words, and those whose scene runs on the CPU graded for real.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tutor.catalog import all_puzzles, get_puzzle
+from tutor.harness import call_checks
+from tutor.harness.checks import compare
+from tutor.harness.loading import load_module
+from tutor.harness.worker import SERVING_WORKLOAD_API, WORKLOAD_API
+from tutor.runner import run_harness
+
+CHEATS = [(p, path) for p in all_puzzles(drafts=True).values() for path in sorted(p.folder.glob("cheats/*.py"))]
+
+
+@pytest.mark.parametrize("puzzle, path", CHEATS, ids=[f"{p.id}/{path.stem}" for p, path in CHEATS])
+def test_each_cheat_says_what_it_tries_and_what_it_must_get(puzzle, path):
+    doc = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+    assert "Must get:" in doc and "cheat" in doc.lower(), path
+    defined = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert set(SERVING_WORKLOAD_API if puzzle.serving else WORKLOAD_API) <= defined
+
+
+def test_the_gpu_puzzles_after_puzzle3_have_cheats_of_the_classes_that_apply():
+    # Issue 37's classes: one checked call in a loop (4, 5, 6), outputs the caller cannot use (7, 12), work
+    # done where the clock does not see it (12), a server that does other work than the model's (18).
+    have = {p.id for p, _ in CHEATS}
+    assert {"puzzle4", "puzzle5", "puzzle6", "puzzle7", "puzzle12", "puzzle18"} <= have
+
+
+def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_path):
+    """puzzle4's scene, its weights and baseline as shipped, decoded on the CPU: the cheat's checked inputs are
+    right, and the calls it answers with every sequence ended are caught."""
+    puzzle = get_puzzle("puzzle4")
+    request = {"mode": "check", "device": "cpu", "seed": 11, "spec": str(puzzle.folder / "spec.py"),
+               "workloads": {"baseline": str(puzzle.workload_path("baseline")),
+                             "mine": str(puzzle.solution_path("cheats/skips_calls_back_to_back"))},
+               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+               "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 1, "rounds": 4}}
+    result = run_harness(request, tmp_path / "run", 300).result
+    assert all(c["ok_structure"] and c["rel_l2"] == 0.0 for c in result["checks"])
+    wrong = [c for c in result["timed_checks"] if not c["ok_structure"] or c["rel_l2"] > 0]
+    print(len(wrong), "of", len(result["timed_checks"]), "timed outputs wrong")
+    assert len(wrong) >= 4  # the first call after the warm call, at least, in every round
+
+
+def test_puzzle12s_transposed_view_is_named_for_its_layout():
+    puzzle = get_puzzle("puzzle12")
+    cheat = load_module(puzzle.solution_path("cheats/transposed_view"), "p12_view", WORKLOAD_API)
+    keys = torch.randn(64, 32)
+    out = cheat.forward(cheat.prepare({}, "cpu"), keys)
+    assert torch.equal(out, keys.t())  # the right values
+    mine = call_checks.Kept(out).sample(seed=5)
+    theirs = call_checks.Kept(keys.t().contiguous()).sample(seed=5)
+    assert compare(mine, theirs)["problem"].startswith("output is a strided view (strides (1, 32))")
+
+
+def test_every_cheat_graded_on_the_gpu_was_refused_for_what_it_tried():
+    """One grade each on one H200 (tests/fixtures/h200_cheats_2026-11-26.json, `benchmarks/grade_cheats.py`), after
+    every call of a round was checked: each refused at correctness, for the class its docstring names."""
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "h200_cheats_2026-11-26.json").read_text())["grades"]
+    words = {"cheats/skips_calls_back_to_back": "timed calls checked",
+             "cheats/reads_which_call_is_checked": "timed calls checked",
+             "cheats/baseline_on_checked_calls": "timed calls checked",
+             "cheats/two_buffers_in_turn": "a later call of the round wrote into the output",
+             "cheats/transposed_view": "output is a strided view"}
+    assert {g["which"] for g in recorded} == set(words)
+    for grade in recorded:
+        assert get_puzzle(grade["puzzle"]).solution_path(grade["which"]).is_file()
+        [correctness] = [r for r in grade["refused_by"] if r.startswith("correctness:")]
+        assert grade["tier"] == "" and words[grade["which"]] in correctness, grade
