@@ -27,7 +27,7 @@ WARM_IMPORT_S = 0.5  # torch's import: 1.4-1.9 s in a cold grade on the H100, 0.
 
 
 def which_of(path: Path, puzzle: str) -> str:
-    # device_unverified.sh's warm_cold() names its files cold_PUZZLE_... and warm_PUZZLE_...
+    # benchmarks/warm_cold.sh names its files cold_PUZZLE_... and warm_PUZZLE_...
     name = path.stem.removeprefix("cold_").removeprefix("warm_").removeprefix(f"{puzzle}_")
     for folder in ("alternatives", "cheats"):
         if name.startswith(f"{folder}_"):

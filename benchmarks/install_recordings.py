@@ -2,7 +2,7 @@
 
     python benchmarks/install_recordings.py RESULTS PUZZLE [PUZZLE...] [--card "an H100 (80 GB HBM3), ..."]
 
-RESULTS is a device call's unpacked results (a folder per puzzle, as device_unverified.sh's measure() writes
+RESULTS is a device call's unpacked results (a folder per puzzle, as `measure_draft.py PUZZLE OUT/PUZZLE` writes
 them). For each puzzle: the baseline's torch metrics and trace and, for a kernel puzzle, its Nsight Compute
 export go to the puzzle's recordings/; the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
 (conftest.reference_ncu prefers it to an H200's). recorded_on.txt, which names another card, is removed: the

@@ -7,7 +7,9 @@ call alone, and compared whole outputs read at once).
 
 from __future__ import annotations
 
+import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +33,10 @@ def forward(state, x):
     return x * state["w"]
 """
 ROUNDS = 12  # with 2-4 calls a round, a cheat that needs three calls in one round gets them (all but (1/3)^12)
+# How a workload reads from the harness's frames which calls it believes unchecked: puzzle5's cheat's own reader.
+_CHEAT = Path(__file__).parent.parent / "challenges" / "puzzle5" / "cheats" / "reads_which_call_is_checked.py"
+FRAMES_READER = next(ast.get_source_segment(_CHEAT.read_text(), node) for node in ast.parse(_CHEAT.read_text()).body
+                     if isinstance(node, ast.FunctionDef) and node.name == "unchecked") + "\n"
 
 
 def checked(make_request, tmp_path, mine: str) -> dict:
@@ -79,24 +85,12 @@ def test_calls_back_to_back_that_skip_their_work_are_caught(make_request, tmp_pa
 
 def test_calls_told_unchecked_by_the_callers_frames_are_caught(make_request, tmp_path):
     # Reads the harness's frames: skips the warm call, and every call of a loop but its last.
-    result = checked(make_request, tmp_path, """
-        import sys, torch
-        def prepare(weights, device):
-            return weights
-        def unchecked():
-            frame = sys._getframe(2)
-            while frame is not None:
-                names = frame.f_locals
-                if frame.f_code.co_name == "warm":
-                    return True
-                calls = names.get("calls")
-                if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
-                    return True
-                frame = frame.f_back
-            return False
-        def forward(state, x):
-            return torch.zeros_like(x) if unchecked() else x * state["w"]
-    """)
+    result = checked(make_request, tmp_path, "import sys, torch\n" + FRAMES_READER + """
+def prepare(weights, device):
+    return weights
+def forward(state, x):
+    return torch.zeros_like(x) if unchecked() else x * state["w"]
+""")
     wrong, _ = wrong_per_round(result)
     assert all(map(right, result["checks"])) and wrong >= ROUNDS  # the warm call of every round
 
@@ -220,19 +214,7 @@ def test_gpu_no_untimed_call_finds_the_inputs_timed_after_it(tmp_path):
 def test_gpu_calls_told_unchecked_by_the_callers_frames_are_caught(tmp_path):
     from test_anticheat import CHAIN, right, run_cuda
 
-    result = run_cuda(tmp_path, CHAIN + """
-import sys
-def unchecked():
-    frame = sys._getframe(2)
-    while frame is not None:
-        names = frame.f_locals
-        if frame.f_code.co_name == "warm":
-            return True
-        calls = names.get("calls")
-        if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
-            return True
-        frame = frame.f_back
-    return False
+    result = run_cuda(tmp_path, CHAIN + "import sys\n" + FRAMES_READER + """
 def forward(w, x):
     return torch.zeros_like(x) if unchecked() else chain(w, x)
 """)

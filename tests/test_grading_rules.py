@@ -299,7 +299,7 @@ def test_the_fixture_writer_keeps_what_these_tests_read(tmp_path):
                      "tier_then": "silver", "rules_passed": False, "mine_gpu_clock": "held", "harness": "cold",
                      "speedups": {"call": {"baseline": {"median": 2.0, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}}}]
     assert reached(rows[0]) == ""  # fast enough, but its rule failed
-    # A grade forked from a warm harness imported nothing; device_unverified.sh's warm_cold() names its files so.
+    # A grade forked from a warm harness imported nothing; benchmarks/warm_cold.sh names its files so.
     (tmp_path / "warm_puzzle1_reference.json").write_text(json.dumps([{**grade, "stages": {"importing": 0.01}}]))
     [warm] = writer.rows("puzzle1", "part58", tmp_path / "warm_puzzle1_reference.json")
     assert (warm["which"], warm["harness"]) == ("reference", "warm")
