@@ -1,4 +1,4 @@
-"""puzzle4, The check that stalls every step, as far as the CPU can check it: decoding is decided by
+"""puzzle4, A busy server, an idle GPU, as far as the CPU can check it: decoding is decided by
 its spec, never by rounding; the eager and (uncompiled) compiled styles give the baseline's tokens
 exactly; its H100 recording shows what the story names (its folder: tests/test_dev_check.py; study
 mode's tests run over every GPU puzzle, this one too). The tiers were set on the H100 (MEASUREMENTS.md).

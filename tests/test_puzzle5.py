@@ -1,4 +1,4 @@
-"""puzzle5, The cache that copies itself, as far as the CPU can check it: the styles that write the cache in place
+"""puzzle5, Each step dearer than the last, as far as the CPU can check it: the styles that write the cache in place
 decode what torch.cat's copies decode, and its H100 recording shows the copies the story names (its folder:
 tests/test_dev_check.py; the reference diagnosis on the recording: tests/test_study.py). The tiers were set on the
 H100 (MEASUREMENTS.md).

@@ -1,4 +1,4 @@
-"""puzzle6, Sixty-four experts, sixty-four launches, as far as the CPU can check it: its routes never
+"""puzzle6, Microseconds of math, milliseconds of layer, as far as the CPU can check it: its routes never
 pass the capacity the fix relies on; every expert at once gives the loop's output (eager, and the
 compiled layer's function uncompiled); its H100 recording shows the launches and syncs (its folder:
 tests/test_dev_check.py). The tiers and the tolerance were set on the H100 (MEASUREMENTS.md).
