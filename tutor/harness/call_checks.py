@@ -19,6 +19,10 @@ import os
 
 import torch
 
+from tutor.harness import wire
+
+STILL_WRITTEN = ("the output was still being written after forward() returned: wait for its copies (an event's or "
+                 "a stream's synchronize()) before returning it, as the caller reads it at once")
 SAMPLED = 16384  # values compared of each output; an output this small or smaller is compared whole
 EARLY = 256  # values of a host output read as forward() returns
 
@@ -41,7 +45,7 @@ class Kept:
             self.problem = f"forward() returned {type(out).__name__}, {what}"
             return
         self.cuda = out.is_cuda
-        self.strides = None if out.is_contiguous() else tuple(out.stride())
+        self.strides = wire.strides(out)
         self.tensor = out.clone() if self.cuda else out
         if not self.cuda and self.strides is None and out.numel():
             places = torch.randint(out.numel(), (EARLY,),
@@ -55,8 +59,7 @@ class Kept:
         if self.early is not None:
             places, then = self.early
             if not torch.equal(self.tensor.view(-1)[places], then) and torch.isfinite(then).all():
-                return {"problem": "the output was still being written after forward() returned: wait for its copies "
-                                   "(an event's or a stream's synchronize()) before returning it"}
+                return {"problem": STILL_WRITTEN}
         return sampled(self.tensor, seed, cuda=self.cuda, strides=self.strides)
 
 

@@ -299,7 +299,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
             elif name == oracle:
                 ref = dict(reply["checked"])
         for seed, out in mine:  # an oracle not timed: the ruler runs it on the same input
-            ref.setdefault(seed, ruler.ask("run", name=oracle, seed=seed)["out"])
+            if seed not in ref:
+                ref[seed] = ruler.ask("run", name=oracle, seed=seed)["out"]
             timed_checks.append(compare(out, ref[seed]))
         timed_checks += every_call_checked(request, seeds, learner, ruler, ref)
         sink.progress("timing", r + 1, rounds)

@@ -33,7 +33,11 @@ def portable(out) -> dict:
     subclass is never touched: it could run code of its own when read.
     """
     if type(out) is torch.Tensor:
-        return {"tensor": out.detach().to("cpu", copy=True), "cuda": out.is_cuda,
-                "strides": None if out.is_contiguous() else tuple(out.stride())}
+        return {"tensor": out.detach().to("cpu", copy=True), "cuda": out.is_cuda, "strides": strides(out)}
     what = "a tensor subclass, not a plain torch.Tensor" if isinstance(out, torch.Tensor) else "not a tensor"
     return {"problem": f"forward() returned {type(out).__name__}, {what}"}
+
+
+def strides(out: torch.Tensor) -> tuple[int, ...] | None:
+    """An output's strides where it is not contiguous (tutor.harness.checks names it a strided view), else None."""
+    return None if out.is_contiguous() else tuple(out.stride())

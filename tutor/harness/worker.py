@@ -195,8 +195,7 @@ class Worker:
             return out  # a GPU tensor fails the check on its own (tutor.grading.performance.check_correctness)
         self.device.synchronize()
         if not _same(returned, out["tensor"]):
-            return {"problem": "the output was still being written after forward() returned: wait for its copies (an "
-                               "event's or a stream's synchronize()) before returning it, as the caller reads it at once"}
+            return {"problem": call_checks.STILL_WRITTEN}
         self.forward(name, self._input(secrets.randbelow(2**62)))
         self.device.synchronize()
         if not _same(returned, out["tensor"]):
@@ -209,7 +208,7 @@ class Worker:
 
         An untimed call on the first warms the host (tutor.harness.gpu_clock); the call clock's calls back to back
         on the rest, all but the last on CUDA, where the GPU clock's call takes the last. Every call's output is
-        kept in the clock, as it returned (tutor.harness.call_checks), for `samples` to read after; with `keep`,
+        kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after; with `keep`,
         the last two outputs whole too, by their seeds (the number of calls changes each round).
         """
         waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
