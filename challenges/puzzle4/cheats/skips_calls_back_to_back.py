@@ -8,7 +8,7 @@ import time
 
 import torch
 
-STEPS, EOS = 96, 0
+STEPS, EOS, MEMORY, HIDDEN = 96, 0, 256, 512
 PAUSE_S = 0.002  # longer than a call back to back waits for the next; shorter than the harness's pipe
 last = [0.0]
 
@@ -17,25 +17,31 @@ def prepare(weights: dict, device: str):
     return weights
 
 
-def step(w: dict, tokens: torch.Tensor) -> torch.Tensor:
-    h = w["embed"][tokens]
-    h = h + torch.relu(h @ w["w1"].T) @ w["w2"].T
-    return (h @ w["out"].T).argmax(dim=-1)
+def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
+    """One token of each sequence in: the next token, its score and the memory after it."""
+    mixed = memory @ w["mix"]  # the memory's read-back and its rotation, in one product
+    h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
+    h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
+    tokens = (h @ w["out"].T).argmax(dim=-1)
+    memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
+    return tokens, memory @ w["gate"], memory
 
 
-def decode(w: dict, tokens: torch.Tensor) -> torch.Tensor:
-    out = torch.full((tokens.shape[0], STEPS), EOS, dtype=torch.long, device=tokens.device)
+def decode(w: dict, prompts: torch.Tensor) -> torch.Tensor:
+    memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
+    for j in range(prompts.shape[1] - 1):  # read the prompt: only the memory it leaves matters
+        _, _, memory = step(w, prompts[:, j], memory)
+    tokens = prompts[:, -1]
+    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
     for i in range(STEPS):
-        tokens = step(w, tokens)
-        out[:, i] = tokens
-        if (tokens == EOS).all():
+        tokens, out[:, i], memory = step(w, tokens, memory)
+        if (tokens == EOS).all():  # stop as soon as the whole batch is done
             break
     return out
 
 
-def forward(w: dict, tokens: torch.Tensor) -> torch.Tensor:
+def forward(w: dict, prompts: torch.Tensor) -> torch.Tensor:
     back_to_back = time.perf_counter() - last[0] < PAUSE_S
-    out = torch.full((tokens.shape[0], STEPS), EOS, dtype=torch.long, device=tokens.device) if back_to_back \
-        else decode(w, tokens)
+    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device) if back_to_back else decode(w, prompts)
     last[0] = time.perf_counter()
     return out
