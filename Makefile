@@ -21,9 +21,12 @@ run: $(STAMP)
 # Then the fairness and runner tests again, every run forked by one warm harness (tutor.warm).
 WARM_TESTS := tests/test_anticheat.py tests/test_comparators_out_of_reach.py tests/test_runner.py tests/test_quick_check.py
 
+# One test process a core (pytest-xdist): the suite's time is its subprocess runs, each on one core.
+TEST_WORKERS ?= auto
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
-	$(BIN)/python -m pytest -q --warm $(WARM_TESTS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --warm $(WARM_TESTS)
 
 gpu-test: $(STAMP)
 	$(BIN)/python -m pytest -q -m gpu

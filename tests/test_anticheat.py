@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import textwrap
 import time
 
 import pytest
 
 from tutor import actions
-from tutor.catalog import get_puzzle
+from tutor.catalog import get_puzzle, load_puzzle
 from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.progress import Progress
 from tutor.runner import RunFailed, run_harness
@@ -130,10 +131,26 @@ def slow(state, x):
 """
 
 
-def grade_as_mine(workspace, source: str):
-    puzzle = get_puzzle("puzzle0")
-    workspace.editable_path(puzzle, "workload.py").write_text(textwrap.dedent(source))
-    return actions.grade(workspace, puzzle)
+@pytest.fixture(scope="module")
+def small_puzzle0(tmp_path_factory):
+    """puzzle0 whole, its rows cut from 2048 to 256: the same grade, the baseline's per-row loop 8x shorter (it was
+    most of this file's time: a 131 ms call, timed 3 times a round for 15 rounds a grade)."""
+    folder = tmp_path_factory.mktemp("small") / "puzzle0"
+    shutil.copytree(get_puzzle("puzzle0").folder, folder)
+    spec = folder / "spec.py"
+    assert "ROWS = 2048\n" in spec.read_text()
+    spec.write_text(spec.read_text().replace("ROWS = 2048\n", "ROWS = 256\n"))
+    return load_puzzle(folder)
+
+
+@pytest.fixture
+def grade_as_mine(small_puzzle0):
+    """Grade `source` as the learner's workload.py of puzzle0 (the small one, unless `puzzle` says otherwise)."""
+    def grade(workspace, source: str, puzzle=None):
+        puzzle = puzzle or small_puzzle0
+        workspace.editable_path(puzzle, "workload.py").write_text(textwrap.dedent(source))
+        return actions.grade(workspace, puzzle)
+    return grade
 
 
 def rejected(verdict, criterion: str):
@@ -144,7 +161,7 @@ def rejected(verdict, criterion: str):
     return " ".join([c.summary, *c.details])
 
 
-def test_a_cached_output_fails_correctness(workspace):
+def test_a_cached_output_fails_correctness(workspace, grade_as_mine):
     verdict = grade_as_mine(workspace, SOLVE + """
 cache = []
 def forward(state, x):
@@ -155,7 +172,7 @@ def forward(state, x):
     assert "too far" in rejected(verdict, "correctness")
 
 
-def test_outputs_precomputed_from_the_request_seed_are_wrong(workspace):
+def test_outputs_precomputed_from_the_request_seed_are_wrong(workspace, grade_as_mine):
     # The request's seed is readable (sys.argv, torch.initial_seed()): inputs no longer come from it.
     verdict = grade_as_mine(workspace, SOLVE + """
 import importlib.util, json, sys
@@ -208,14 +225,14 @@ def forward(state, x):
 
 
 @pytest.mark.parametrize("source", [CALLS_THE_ORACLE, STEALS_THE_ORACLES_OUTPUT], ids=["calls", "steals"])
-def test_the_oracle_is_out_of_reach(workspace, source):
+def test_the_oracle_is_out_of_reach(workspace, source, grade_as_mine):
     # The oracle and the comparators run in another process: there is nothing to call or wrap.
     with pytest.raises(RunFailed) as info:
         grade_as_mine(workspace, source)
     assert info.value.kind == "workload_error" and "KeyError: 'infprof_baseline'" in info.value.message
 
 
-def test_skipping_work_when_timed_fails_correctness(workspace):
+def test_skipping_work_when_timed_fails_correctness(workspace, grade_as_mine):
     verdict = grade_as_mine(workspace, SOLVE + """
 calls = [0]
 def forward(state, x):
@@ -230,7 +247,7 @@ def forward(state, x):
     assert wrong == checked and 15 * 3 <= checked <= 15 * 5 and "input 1: relative L2 error" in text
 
 
-def test_writing_into_the_input_changes_no_one_elses(workspace):
+def test_writing_into_the_input_changes_no_one_elses(workspace, grade_as_mine):
     # Zeroed rows make the oracle's output `shift`: it used to run on the very tensor mine had zeroed.
     verdict = grade_as_mine(workspace, SOLVE + """
 def forward(state, x):
@@ -278,7 +295,7 @@ def forward(state, x):
 
 
 @pytest.mark.parametrize("source", [FILLED_LATER_ON_A_THREAD, HALF_ON_A_THREAD], ids=["filled-later", "in-parallel"])
-def test_work_on_a_side_thread_is_caught(workspace, source):
+def test_work_on_a_side_thread_is_caught(workspace, source, grade_as_mine):
     assert "ran on other threads" in rejected(grade_as_mine(workspace, source), "fair play")
 
 
@@ -332,17 +349,17 @@ def forward(state, x):
     (SLOWER_TORCH, "torch or Python built-ins were patched, and the harness times you with them: torch.Tensor.std"),
     (SLOWER_BASELINE_BY_HOOK, "a hook that runs inside the harness's code was installed: sys.setprofile"),
 ], ids=["perf_counter_ns", "Device.time_call_ms", "torch.Tensor.std", "sys.setprofile"])
-def test_tampering_with_the_clock_or_the_baseline_is_caught(workspace, source, words):
+def test_tampering_with_the_clock_or_the_baseline_is_caught(workspace, source, words, grade_as_mine):
     assert words in rejected(grade_as_mine(workspace, source), "fair play")
 
 
 @pytest.mark.parametrize("returns, words", [
     ("solve(state, x).double()", "output dtype torch.float64 != expected torch.float32"),
-    ("solve(state, x)[:, :32]", "output shape (2048, 32) != expected (2048, 64)"),
+    ("solve(state, x)[:, :32]", "output shape (256, 32) != expected (256, 64)"),  # the small puzzle0's rows
     # Empty when returned; its __torch_function__ would compute the output when the grader touched it.
     ("Lazy.make(state, x)", "returned Lazy, a tensor subclass, not a plain torch.Tensor"),
 ], ids=["dtype", "shape", "subclass"])
-def test_the_wrong_kind_of_output_fails_correctness(workspace, returns, words):
+def test_the_wrong_kind_of_output_fails_correctness(workspace, returns, words, grade_as_mine):
     verdict = grade_as_mine(workspace, SOLVE + f"""
 class Lazy(torch.Tensor):
     @classmethod
@@ -369,9 +386,10 @@ solution = Path(challenges.__file__).parent / "puzzle0" / "solution" / "workload
 """
 
 
-def test_reading_the_reference_solution_is_refused(workspace):
+def test_reading_the_reference_solution_is_refused(workspace, grade_as_mine):
+    # The shipped puzzle0: the reference it protects is the one in challenges/.
     with pytest.raises(RunFailed) as info:
-        grade_as_mine(workspace, READ_SOLUTION + "exec(solution.read_text())\n")
+        grade_as_mine(workspace, READ_SOLUTION + "exec(solution.read_text())\n", get_puzzle("puzzle0"))
     print(info.value)
     assert info.value.kind == "import_error"
     assert "PermissionError: infprof-tutor: a workload may not open the reference solution" in info.value.message
@@ -382,11 +400,11 @@ try:
 except PermissionError:
     def forward(state, x):
         return solve(state, x)
-""")
+""", get_puzzle("puzzle0"))
     assert "tried to open the reference solution" in rejected(verdict, "fair play")
 
 
-def test_writing_into_the_progress_db_is_refused(workspace):
+def test_writing_into_the_progress_db_is_refused(workspace, grade_as_mine):
     puzzle = get_puzzle("puzzle0")
     # The harness's own writes still work: a profile's trace lands under .infprof/runs/.
     outcome = actions.profile(workspace, puzzle, "baseline")
@@ -411,7 +429,7 @@ def forward(state, x):
     assert [(a["passed"], a["tier"]) for a in Progress(workspace.db_path).attempts("puzzle0")] == [(0, "")]
 
 
-def test_the_comparators_compile_cache_is_out_of_reach_and_the_learners_is_its_own(workspace):
+def test_the_comparators_compile_cache_is_out_of_reach_and_the_learners_is_its_own(workspace, grade_as_mine):
     """A kernel left under a comparator's cache key would slow the comparator in every later grade."""
     verdict = grade_as_mine(workspace, SOLVE + """
 import os
@@ -553,7 +571,7 @@ def test_a_workload_that_closes_the_harness_pipe_is_named_not_waited_for(make_re
     assert time.monotonic() - started < 60  # told at once, not at the time limit
 
 
-def test_the_gpus_measured_peaks_are_out_of_reach(workspace):
+def test_the_gpus_measured_peaks_are_out_of_reach(workspace, grade_as_mine):
     """A learner who raised the GPU's recorded best rates would lower the physical floor (tutor.grading.floor)."""
     from tutor.machine import PEAKS_DIR
 
