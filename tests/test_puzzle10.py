@@ -1,4 +1,4 @@
-"""puzzle10, Sixty-four counters, sixteen million threads, as far as the CPU can check it: every kernel
+"""puzzle10, Ten lines, slower than their reads, as far as the CPU can check it: every kernel
 compiles for sm_90 and spills nothing (ptxas, as on the H100); the routes are skewed as the story says;
 the library's count is the counters' count; its H100 recordings show one kernel and one saturated L2
 slice (its folder: tests/test_dev_check.py). The tiers were set on the H100 (MEASUREMENTS.md); the

@@ -1,4 +1,4 @@
-"""puzzle11, Thirty-two lanes, one bank, as far as the CPU can check it: every kernel compiles for sm_90
+"""puzzle11, A textbook matmul, DRAM nearly idle, as far as the CPU can check it: every kernel compiles for sm_90
 alike (only Nsight Compute tells them apart); the reference is the baseline with its tile rows padded and
 nothing else; the library's matmul is the projection within the tolerance and a 16-bit trip is not; its
 recordings show one kernel waiting on shared memory (its folder: tests/test_dev_check.py). The tiers were

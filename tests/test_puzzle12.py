@@ -1,4 +1,4 @@
-"""puzzle12, A warp reads thirty-two rows, as far as the CPU can check it: its kernels compile for sm_90
+"""puzzle12, A transpose at a fraction of DRAM's speed, as far as the CPU can check it: its kernels compile for sm_90
 without spills; torch's copy of a transposed view is the keys exactly (a style that earns no tier: it reads
 with the baseline's stride); its recordings show 32 sectors a global load against the tile's 4. The tiers
 were set on an H200 (the H100's SMs and L2; MEASUREMENTS.md); the kernels are the GPU's to run.

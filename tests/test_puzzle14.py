@@ -1,4 +1,4 @@
-"""puzzle14, Thirty-two lanes wait for one, as far as the CPU can check it: its kernels compile for sm_90
+"""puzzle14, Eighty terms on average, paid as five hundred and twelve, as far as the CPU can check it: its kernels compile for sm_90
 without spills; the reference is the baseline's kernel in another order; in arrival order almost every warp
 holds a candidate of the longest curve; every term counts; its recordings show 5 threads of 32 at work a
 warp instruction against the sorted order's 31. The tiers were set on an H200 (the H100's SMs;

@@ -1,4 +1,4 @@
-"""puzzle17, Eight heads, eight trips to DRAM, as far as the CPU can check it: its kernels compile for sm_90
+"""puzzle17, More bytes from DRAM than keys in the cache, as far as the CPU can check it: its kernels compile for sm_90
 without spills; the reference is the baseline but for its block numbers; its keys outgrow L2; cuBLAS's
 scores meet the tolerance; its recordings show L2 hits at 11% and 1.09 GB from DRAM against the reference's
 77% and 150 MB. The tiers were set on an H200 (the H100's SMs and L2; MEASUREMENTS.md); the kernels are
