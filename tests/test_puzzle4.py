@@ -103,7 +103,8 @@ def test_an_honest_order_of_sums_stays_well_inside_the_tolerance():
 def test_no_table_answers_a_call():
     """What a table built in prepare() could hold is refused far outside the tolerance: the scores of a memory
     that never read the prompt (the chain from its start token alone), and those of steps that skip the memory's
-    read-back (each token's hidden state tabulated): each off by 40% or more (spec.py). tabulates_the_chain (cheats/) does the first."""
+    read-back (each token's hidden state tabulated): each off by over a third (MEASUREMENTS.md).
+    tabulates_the_chain (cheats/) does the first."""
     weights, prompts = SPEC.make_weights(4, "cpu"), SPEC.make_input(9, "cpu")
     _, scores = decode(weights, prompts, steps=40)
     _, unprompted = decode(weights, prompts, steps=40, read_prompt=False)
@@ -112,7 +113,8 @@ def test_no_table_answers_a_call():
     _, skipped = decode(unread, prompts, steps=40)
     assert rel_l2(skipped, scores) > 5 * TOLERANCE
     cheat = module("cheats/tabulates_the_chain.py")
-    assert rel_l2(cheat.forward(cheat.prepare(weights, "cpu"), prompts), BASELINE.forward(weights, prompts)) > 5 * TOLERANCE
+    tabulated = cheat.forward(cheat.prepare(weights, "cpu"), prompts)
+    assert rel_l2(tabulated, BASELINE.forward(weights, prompts)) > 5 * TOLERANCE
 
 
 def test_the_memory_never_changes_a_choice():

@@ -1,9 +1,9 @@
-"""Cheat, a scene answered without its work (issue 37): a token's successor, and its logit, depend on that token
+"""Cheat, a scene answered without its work (issue 37): a token's successor, and its hidden state, depend on that token
 alone, so one batched step over the whole vocabulary in prepare() tabulates them; each call then follows its
-sequences through the tables on the GPU, launched ahead without a single wait, and scores each token from a
-memory that only read the chain's tabulated hidden states (starting at zero: the prompt is not read). On the
-scene before the memory, a cheat of this class read gold at 58x. Must get: refused at correctness (the memory
-starts from a prompt drawn at grade time and is read back into every step, so no table holds the scores)."""
+sequences through the tables on the GPU, launched ahead without a single wait, and scores each token from a memory
+that only read the chain's tabulated hidden states (starting at zero: the prompt is not read). On the scene before
+the memory, a cheat of this class read gold at 58x. Must get: refused at correctness (the memory starts from a
+prompt drawn at grade time and is read back into every step, so no table holds the scores)."""
 
 import torch
 
