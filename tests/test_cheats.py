@@ -83,14 +83,14 @@ def test_every_cheat_graded_on_the_gpu_was_refused_for_what_it_tried():
 
 
 def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100():
-    """Each of puzzle4's cheats graded twice on one H100 (tests/fixtures/h100_cheats_puzzle4_2026-11-27.json): the
+    """Each of puzzle4's cheats graded three times on one H100 (tests/fixtures/h100_cheats_puzzle4_2026-11-27.json): the
     calls back to back answered blank are caught among the timed calls; the chain's tables miss every score, the
     checked inputs' as well as the timed calls', by far more than the tolerance."""
     recorded = json.loads((Path(__file__).parent / "fixtures" / "h100_cheats_puzzle4_2026-11-27.json").read_text())
     grades = recorded["grades"]
     puzzle = get_puzzle("puzzle4")
     assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")}
-    assert all(sum(g["which"] == w for g in grades) >= 2 for w in {g["which"] for g in grades})
+    assert all(sum(g["which"] == w for g in grades) >= 3 for w in {g["which"] for g in grades})
     for grade in grades:
         [correctness] = [r for r in grade["refused_by"] if r.startswith("correctness:")]
         assert grade["tier"] == "", grade
