@@ -34,9 +34,11 @@ def test_each_cheat_says_what_it_tries_and_what_it_must_get(puzzle, path):
 
 def test_the_gpu_puzzles_after_puzzle3_have_cheats_of_the_classes_that_apply():
     # Issue 37's classes: one checked call in a loop (4, 5, 6), outputs the caller cannot use (7, 12), work
-    # done where the clock does not see it (12), a server that does other work than the model's (18).
+    # done where the clock does not see it (12), a server that does other work than the model's (18), a rank
+    # that does every rank's work or whose output went unread (13, 16, 19).
     have = {p.id for p, _ in CHEATS}
-    assert {"puzzle4", "puzzle5", "puzzle6", "puzzle7", "puzzle12", "puzzle18"} <= have
+    assert {"puzzle4", "puzzle5", "puzzle6", "puzzle7", "puzzle12", "puzzle18", "puzzle13", "puzzle16",
+            "puzzle19"} <= have
 
 
 def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_path):
@@ -99,3 +101,42 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
         else:
             errors = [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", correctness)]
             assert len(errors) >= 3 and min(errors) > 20 * puzzle.correctness.max_rel_l2, correctness
+
+
+# The multi-GPU puzzles at a CPU's sizes (the same split, two gloo ranks): the spec's sizes line, and its stand-in.
+SMALL_SIZES = {"puzzle13": ("BATCH, HIDDEN, FFN = 256, 4096, 8192", "BATCH, HIDDEN, FFN = 32, 128, 256"),
+               "puzzle16": ("TOKENS, HIDDEN = 1024, 4096", "TOKENS, HIDDEN = 32, 128"),
+               "puzzle19": ("LAYERS, TOKENS, HIDDEN, FFN = 2, 16, 4096, 14336", "LAYERS, TOKENS, HIDDEN, FFN = 2, 16, 128, 256")}
+# What each multi-GPU cheat must get on the CPU: refused at correctness, or right there (the memory rule that
+# refuses it reads the GPU's allocator: tests/fixtures of its H100 grades).
+RANK_CHEATS = {("puzzle13", "gathers_the_other_half"): "right", ("puzzle13", "sums_on_rank_0_only"): "wrong",
+               ("puzzle16", "one_rank_runs_both_stages"): "right", ("puzzle16", "keeps_the_output_on_rank_1"): "wrong",
+               ("puzzle19", "gathers_the_other_half"): "right", ("puzzle19", "rank_0_alone"): "wrong"}
+
+
+@pytest.mark.parametrize("puzzle_id, name", sorted(RANK_CHEATS), ids=[f"{p}/{n}" for p, n in sorted(RANK_CHEATS)])
+def test_each_multi_gpu_cheat_is_refused_at_correctness_or_does_the_work_right_on_two_cpu_ranks(puzzle_id, name,
+                                                                                                 tmp_path):
+    """Graded as the GPUs grade it, on two gloo ranks at a CPU's sizes: each rank given its shard alone, and
+    every rank's output checked. A cheat that leaves a rank's output wrong fails every check; one that gathers
+    the other rank's weights is right, to the bit where the puzzle asks it (its memory is what refuses it)."""
+    puzzle = get_puzzle(puzzle_id)
+    assert {n for p, n in RANK_CHEATS if p == puzzle_id} == {p.stem for p in puzzle.folder.glob("cheats/*.py")}
+    line, small = SMALL_SIZES[puzzle_id]
+    source = (puzzle.folder / "spec.py").read_text()
+    assert line in source
+    spec = tmp_path / "spec.py"
+    spec.write_text(source.replace(line, small))
+    request = {"mode": "check", "device": "cpu", "seed": 11, "spec": str(spec), "ranks": 2,
+               "workloads": {"baseline": str(puzzle.workload_path("baseline")),
+                             "mine": str(puzzle.solution_path(f"cheats/{name}"))},
+               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+               "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 1, "rounds": 2}}
+    result = run_harness(request, tmp_path / "run", 300).result
+    checks = result["checks"] + result["timed_checks"]
+    errors = [c.get("rel_l2", float("inf")) for c in checks]
+    print(name, errors)
+    if RANK_CHEATS[puzzle_id, name] == "wrong":
+        assert min(errors) > 20 * max(puzzle.correctness.max_rel_l2, 1e-3)
+    else:
+        assert max(errors) <= puzzle.correctness.max_rel_l2 and not result["violations"]

@@ -56,9 +56,9 @@ def _styles_in_rank(puzzle, styles: list[str], cpu_sizes: dict, unsplit) -> dict
     spec = puzzle_file(puzzle, "spec.py", cpu_sizes if device == "cpu" else None)
     weights, x = spec.make_weights(1, device), spec.make_input(2, device)
     outputs = {}
-    for style in styles:
+    for style in styles:  # each given this rank's shard alone, as the grade gives it (tutor.harness.shards)
         module = puzzle_file(puzzle, style)
-        outputs[style] = module.forward(module.prepare(weights, device), x)
+        outputs[style] = module.forward(module.prepare(spec.shard(weights, dist.get_rank(), 2), device), x)
     return _compared(outputs, unsplit(weights, x))
 
 
@@ -177,3 +177,41 @@ def test_the_link_probe_reads_the_link_between_two_gpus():
     replies = _on_two_ranks(_link_probe_rank, "nccl")
     print("link probe, bus GB/s by rank:", [round(r["gbps"], 1) for r in replies])
     assert all(r["gbps"] > 20 for r in replies)
+
+
+# -- each rank holds its shard alone (issue 37, tutor.harness.shards): graded on two GPUs ---------------------------
+
+# Each multi-GPU puzzle's honest styles, and its cheats that gather the other rank's weights in prepare().
+HONEST = {"puzzle13": ["solution/workload.py", "alternatives/buckets.py", "alternatives/coalesced.py"],
+          "puzzle16": ["solution/workload.py", "alternatives/batched_p2p.py", "alternatives/broadcast_both_ways.py"],
+          "puzzle19": ["solution/workload.py", "alternatives/two_chunks.py", "alternatives/graphed_step.py"]}
+GATHERING = {"puzzle13": "cheats/gathers_the_other_half.py", "puzzle16": "cheats/one_rank_runs_both_stages.py",
+             "puzzle19": "cheats/gathers_the_other_half.py"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("puzzle_id", sorted(HONEST))
+def test_gpu_each_rank_keeps_its_shard_alone_and_a_rank_that_gathers_the_others_is_refused(puzzle_id, tmp_path):
+    """Through the grade's harness on two GPUs (NCCL), a few rounds each: every honest style keeps its shard and
+    less than the spec's slack past it, on every rank, and passes every check; a cheat that gathers the other
+    rank's weights is right but named at fair play for what it kept."""
+    from tutor.runner import run_harness
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    puzzle = get_puzzle(puzzle_id)
+    for style in [*HONEST[puzzle_id], GATHERING[puzzle_id]]:
+        request = {"mode": "check", "device": "cuda", "seed": 5, "spec": str(puzzle.folder / "spec.py"), "ranks": 2,
+                   "workloads": {"baseline": str(puzzle.folder / "baseline.py"), "mine": str(puzzle.folder / style)},
+                   "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+                   "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 2, "rounds": 3}}
+        result = run_harness(request, tmp_path / style.replace("/", "_"), 300).result
+        kept = result["memory"]["rank_kept"]
+        print(puzzle_id, style, [(k["rank"], round(k["kept_bytes"] / 2**20, 1), k["shard_bytes"] >> 20,
+                                  k["slack_bytes"] >> 20) for k in kept], result["violations"])
+        errors = [c["rel_l2"] for c in result["checks"] + result["timed_checks"]]
+        assert len(kept) == 2 and max(errors) <= max(puzzle.correctness.max_rel_l2, 1e-2), errors
+        if style.startswith("cheats/"):
+            assert any("more than its shard of the weights" in v for v in result["violations"]), result["violations"]
+        else:
+            assert not result["violations"]

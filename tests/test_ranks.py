@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -108,6 +109,7 @@ ALL_REDUCING = """
     import torch
     import torch.distributed as dist
     def prepare(weights, device):
+        assert int(weights["held_by"]) == dist.get_rank() and set(weights) == {"w", "held_by"}
         return weights
     def forward(state, x):
         y = x * state["w"]
@@ -116,17 +118,32 @@ ALL_REDUCING = """
 """
 
 
+# A multi-GPU spec says what each rank is given (tutor.harness.shards): here all of w, and whose shard it is.
+RANKED_SPEC = """
+RANK_SLACK_BYTES = 1 << 20
+def shard(weights, rank, world):
+    return {"w": weights["w"], "held_by": torch.tensor([rank])}
+"""
+
+
+def ranked_request(make_request, mine: str, world: int = 2, **fields) -> dict:
+    request = make_request(mine=mine, **fields)
+    spec = Path(request["spec"])
+    spec.write_text(spec.read_text() + RANKED_SPEC)
+    request["ranks"] = world
+    return request
+
+
 def grade_in_ranks(make_request, tmp_path, mine: str, world: int = 2):
     from tutor.runner import run_harness
 
-    request = make_request(mine=mine)
-    request["ranks"] = world
-    return run_harness(request, tmp_path / "run", 180, on_event=lambda event: None)
+    return run_harness(ranked_request(make_request, mine, world), tmp_path / "run", 180, on_event=lambda event: None)
 
 
-def test_a_grade_runs_each_side_as_ranks_and_checks_rank_0s_output(make_request, tmp_path):
+def test_a_grade_runs_each_side_as_ranks_and_checks_every_ranks_output(make_request, tmp_path):
     """The learner's ranks all-reduce their input and divide by the world: the baseline's output, found
-    only if every rank took part; every timed round is one sample, the slowest rank's."""
+    only if every rank took part; every timed round is one sample, the slowest rank's. Each rank's prepare()
+    was given its own shard (a rank given another's fails)."""
     outcome = grade_in_ranks(make_request, tmp_path, ALL_REDUCING)
     result = outcome.result
     assert [c["rel_l2"] for c in result["checks"]] == [0.0, 0.0]
@@ -165,9 +182,9 @@ def test_a_multi_gpu_workload_is_profiled_as_ranks_rank_0s_trace_the_profiles(ma
 
     from tutor.runner import run_harness
 
-    request = make_request(mode="profile", mine=ALL_REDUCING)
+    request = ranked_request(make_request, ALL_REDUCING, mode="profile")
     trace = tmp_path / "trace.json"
-    request.update(ranks=2, prepare=["mine"], profile={"workload": "mine", "iterations": 2, "trace_path": str(trace)})
+    request.update(prepare=["mine"], profile={"workload": "mine", "iterations": 2, "trace_path": str(trace)})
     result = run_harness(request, tmp_path / "run", 180, on_event=lambda event: None).result
     assert result["trace_path"] == str(trace) and result["workload"] == "mine"
     for path in (trace, tmp_path / "trace.rank1.json"):
@@ -178,8 +195,8 @@ def test_a_multi_gpu_workload_is_profiled_as_ranks_rank_0s_trace_the_profiles(ma
 def test_other_modes_of_a_multi_gpu_workload_say_they_are_not_built(make_request, tmp_path):
     from tutor.runner import RunFailed, run_harness
 
-    request = make_request(mode="memory", mine=ALL_REDUCING)
-    request.update(ranks=2, prepare=["mine"])
+    request = ranked_request(make_request, ALL_REDUCING, mode="memory")
+    request.update(prepare=["mine"])
     with pytest.raises(RunFailed) as e:
         run_harness(request, tmp_path / "run", 120, on_event=lambda event: None)
     assert "process on each of 2 GPUs" in str(e.value) and "not built yet" in str(e.value)
@@ -194,7 +211,7 @@ def test_a_grade_runs_each_side_on_two_gpus_with_nccl(make_request, tmp_path):
         pytest.skip("needs 2 GPUs")
     from tutor.runner import run_harness
 
-    request = make_request(mine="""
+    request = ranked_request(make_request, """
         import torch
         import torch.distributed as dist
         def prepare(weights, device):
@@ -204,7 +221,7 @@ def test_a_grade_runs_each_side_on_two_gpus_with_nccl(make_request, tmp_path):
             dist.all_reduce(y)
             return (y / dist.get_world_size()).cpu()
     """)
-    request.update(ranks=2, device="cuda")
+    request.update(device="cuda")
     result = run_harness(request, tmp_path / "run", 300, on_event=lambda event: None).result
     print({name: [round(ms, 3) for ms in samples] for name, samples in result["samples_ms"].items()})
     assert [c["rel_l2"] for c in result["checks"]] == [0.0, 0.0] and not result["violations"]
@@ -216,8 +233,8 @@ def test_the_ranks_replies_merge_as_one_workers():
     2 x H200 a rank's held GPU clock read up to 15 times the call's time under NCCL (puzzle13's MEASUREMENTS)."""
     from tutor.harness.lockstep import RANKS_TIMING_NOTE, merged
 
-    assert merged("time", [{"waited_ms": 1.0, "checked": ["rank 0's"]}, {"waited_ms": 3.0, "checked": []}]) == \
-        {"waited_ms": 3.0, "checked": ["rank 0's"]}
+    assert merged("time", [{"waited_ms": 1.0, "checked": []}, {"waited_ms": 3.0, "checked": []}]) == \
+        {"waited_ms": 3.0, "checked": []}
     assert merged("time", [{"waited_ms": 1.0, "checked": []}, {"waited_ms": -1.0, "checked": []}])["waited_ms"] == -1.0
     finish = [{"samples_ms": {"mine": [1.0, 4.0]}, "gpu_samples_ms": {"mine": [0.5, 0.5]}, "host_timed": [],
                "violations": ["a"], "clocks": "rank 0's"},
@@ -226,4 +243,59 @@ def test_the_ranks_replies_merge_as_one_workers():
     assert merged("finish", finish) == {"samples_ms": {"mine": [2.0, 4.0]}, "gpu_samples_ms": {}, "clocks": {},
                                         "timing_note": RANKS_TIMING_NOTE, "host_timed": ["mine"],
                                         "violations": ["a", "b"]}
-    assert merged("run", [{"out": 0}, {"out": 1}]) == {"out": 0}  # rank 0's output is the one checked
+    # Every rank's output is checked: stacked rank by rank, as the oracle's ranks' are.
+    import torch
+
+    outs = [{"tensor": torch.full((3,), float(r)), "cuda": False, "strides": None} for r in range(2)]
+    assert torch.equal(merged("run", [{"out": o} for o in outs])["out"]["tensor"], torch.tensor([[0.0] * 3, [1.0] * 3]))
+    said = merged("run", [{"out": outs[0]}, {"out": {"problem": "forward() returned int, not a tensor"}}])["out"]
+    assert said == {"problem": "rank 1: forward() returned int, not a tensor"}
+    short = merged("run", [{"out": outs[0]}, {"out": {**outs[1], "tensor": torch.zeros(2)}}])["out"]["problem"]
+    assert short.startswith("rank 1 returned (2,) torch.float32, rank 0 (3,) torch.float32: every rank returns")
+    samples = [{"samples": [{**o, "shape": (3,), "dtype": "torch.float32", "whole": True}] * 2} for o in outs]
+    joined = merged("sampled", samples)["samples"]
+    assert len(joined) == 2 and all(j["shape"] == (2, 3) and j["tensor"].shape == (2, 3) for j in joined)
+    assert "the ranks made [1, 2] calls" in merged("sampled", [{"samples": samples[0]["samples"][:1]},
+                                                               samples[1]])["samples"][0]["problem"]
+
+
+def test_a_rank_that_returns_a_wrong_output_is_caught_though_rank_0s_is_right(make_request, tmp_path):
+    """Issue 37: with rank 0's output alone checked, rank 0 could compute the whole answer while rank 1 idled, or
+    rank 1 skip its collectives on calls it took for unchecked. Here rank 1 returns zeros: every check fails."""
+    outcome = grade_in_ranks(make_request, tmp_path, """
+        import torch
+        import torch.distributed as dist
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return x * state["w"] if dist.get_rank() == 0 else torch.zeros_like(x)
+    """)
+    result = outcome.result
+    assert all(c["rel_l2"] > 0.5 for c in result["checks"] + result["timed_checks"])
+
+
+def test_a_rank_may_keep_its_shard_and_its_slack_no_more():
+    from tutor.harness.shards import over_shard
+
+    assert over_shard(1, kept=(64 + 48) << 20, shard=64 << 20, slack=48 << 20) == ""
+    said = over_shard(1, kept=128 << 20, shard=64 << 20, slack=48 << 20)
+    assert said.startswith("rank 1 kept 128 MiB of GPU memory, more than its shard of the weights (64 MiB) and 48 MiB")
+
+
+@pytest.mark.parametrize("puzzle_id", ["puzzle13", "puzzle16", "puzzle19"])
+def test_each_multi_gpu_puzzle_gives_a_rank_half_the_weights_and_less_slack_than_the_other_half(puzzle_id):
+    """Each rank's shard is half the model at the spec's real sizes (counted on fake tensors: nothing allocated), and
+    the memory a rank may keep past it is less than the other rank's half, so gathering that half is named."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from tutor.catalog import get_puzzle
+    from tutor.harness.loading import load_module
+    from tutor.harness.shards import tensor_bytes
+    from tutor.harness.worker import RANKED_SPEC_API
+
+    spec = load_module(get_puzzle(puzzle_id).folder / "spec.py", f"{puzzle_id}_spec", RANKED_SPEC_API)
+    with FakeTensorMode():
+        weights = spec.make_weights(1, "cpu")
+        held = [tensor_bytes(spec.shard(weights, rank, 2)) for rank in range(2)]
+    assert held[0] == held[1] == tensor_bytes(weights) // 2
+    assert 0 < spec.RANK_SLACK_BYTES < held[1]

@@ -2,8 +2,9 @@
 
 Megatron's split: w1's columns halved between the ranks (each computes half of the 8192 hidden units),
 w2's rows halved to match, so each rank's product is a partial sum of the block's output and the two
-must be added (an all-reduce) before the next layer. Every rank gets the same input; rank 0's output is
-checked. bf16 as served; with two ranks a sum is a + b on both sides, so bucketing the all-reduce
+must be added (an all-reduce) before the next layer. Every rank gets the same input and only its halves
+(`shard`: the harness hands prepare() nothing else), and every rank's output is checked: each returns the
+block's whole output. bf16 as served; with two ranks a sum is a + b on both sides, so bucketing the all-reduce
 changes no bit of it.
 """
 
@@ -11,12 +12,21 @@ import torch
 
 BATCH, HIDDEN, FFN = 256, 4096, 8192
 _INPUT_STREAM = 1 << 40
+# GPU memory a rank may keep past its shard (buffers, graph pools): less than the other rank's 64 MiB.
+RANK_SLACK_BYTES = 48 << 20
 
 
 def make_weights(seed: int, device: str) -> dict:
     g = torch.Generator().manual_seed(seed)
     return {"w1": (torch.randn(HIDDEN, FFN, generator=g) * HIDDEN**-0.5).to(device, torch.bfloat16),
             "w2": (torch.randn(FFN, HIDDEN, generator=g) * FFN**-0.5).to(device, torch.bfloat16)}
+
+
+def shard(weights: dict, rank: int, world: int) -> dict:
+    """What rank `rank` holds: w1's columns and w2's rows for its share of the hidden units."""
+    part = weights["w1"].shape[1] // world
+    cols = slice(rank * part, (rank + 1) * part)
+    return {"w1": weights["w1"][:, cols].contiguous(), "w2": weights["w2"][cols].contiguous()}
 
 
 def make_input(seed: int, device: str) -> torch.Tensor:

@@ -9,14 +9,8 @@ CHUNKS = 4
 
 
 def prepare(weights: dict, device: str):
-    """This rank's halves of each layer: w1's columns and w2's rows for its share of the hidden units."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    halves = []
-    for layer in weights["layers"]:
-        part = layer["w1"].shape[1] // world
-        cols = slice(rank * part, (rank + 1) * part)
-        halves.append({"w1": layer["w1"][:, cols].contiguous(), "w2": layer["w2"][cols].contiguous()})
-    return halves
+    """This rank's halves of each layer, as the harness hands them (spec.shard): w1's columns and w2's rows."""
+    return weights["layers"]
 
 
 def forward(layers: list, x: torch.Tensor) -> torch.Tensor:

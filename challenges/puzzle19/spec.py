@@ -4,17 +4,20 @@ Megatron's split, as in puzzle13: each layer's w1 columns and w2 rows are halved
 rank's product is a partial sum of the layer's output, and an all-reduce adds the two before the residual
 and the next layer. At decode a step has 16 tokens: each rank's half of a layer is 117 MB of weights read
 for 16 rows, so the matmuls are bound by reading the weights, and each all-reduce (128 KB) by its fixed
-cost. Every rank gets the same input; rank 0's output is checked. bf16 as served.
+cost. Every rank gets the same input and only its halves (`shard`: the harness hands prepare() nothing
+else), and every rank's output is checked: each returns the step's whole hidden states. bf16 as served.
 """
 
 import torch
 
 LAYERS, TOKENS, HIDDEN, FFN = 2, 16, 4096, 14336
 _INPUT_STREAM = 1 << 40
+# GPU memory a rank may keep past its halves (buffers, graph pools): less than the other rank's 224 MiB.
+RANK_SLACK_BYTES = 128 << 20
 
 
 def make_weights(seed: int, device: str) -> dict:
-    """Each layer's whole w1 [HIDDEN, FFN] and w2 [FFN, HIDDEN], bf16 (prepare() keeps this rank's halves)."""
+    """Each layer's whole w1 [HIDDEN, FFN] and w2 [FFN, HIDDEN], bf16 (each rank is given its halves: shard)."""
     g = torch.Generator(device=device).manual_seed(seed)
     layers = []
     for _ in range(LAYERS):
@@ -22,6 +25,14 @@ def make_weights(seed: int, device: str) -> dict:
         w2 = torch.randn(FFN, HIDDEN, generator=g, device=device) * FFN**-0.5
         layers.append({"w1": w1.to(torch.bfloat16), "w2": w2.to(torch.bfloat16)})
     return {"layers": layers}
+
+
+def shard(weights: dict, rank: int, world: int) -> dict:
+    """What rank `rank` holds: each layer's w1 columns and w2 rows for its share of the hidden units."""
+    part = FFN // world
+    cols = slice(rank * part, (rank + 1) * part)
+    return {"layers": [{"w1": layer["w1"][:, cols].contiguous(), "w2": layer["w2"][cols].contiguous()}
+                       for layer in weights["layers"]]}
 
 
 def make_input(seed: int, device: str) -> torch.Tensor:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-from tutor.harness import call_checks, gpu_environment, processes, wire
+from tutor.harness import call_checks, gpu_environment, processes, shards, wire
 from tutor.harness.checks import compare
 from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
@@ -114,8 +114,8 @@ class Candidate(Side):
 class RankedSide:
     """A side of a multi-GPU grade: one worker a rank (tutor.harness.ranks), asked together, answering as one.
 
-    A call lasts until its slowest rank is done, so samples merge by the slowest rank; the output checked
-    is rank 0's; a GPU left busy by any rank counts.
+    A call lasts until its slowest rank is done, so samples merge by the slowest rank; every rank's output is
+    checked, stacked rank by rank (tutor.harness.shards); a GPU left busy by any rank counts.
     """
 
     def __init__(self, role: str, group, names: list[str]):
@@ -163,9 +163,18 @@ RANKS_TIMING_NOTE = ("one call's time across GPUs is the slowest rank's; no GPU 
 def merged(op: str, replies: list[dict]) -> dict:
     """The ranks' replies to one operation as one worker's."""
     first = replies[0]
+    if op == "run":
+        return {**first, "out": shards.joined([r["out"] for r in replies])}
+    if op == "sampled":
+        counts = {len(r["samples"]) for r in replies}
+        if len(counts) > 1:  # the same round on every rank: a rank that returned early is a different round
+            return {"samples": [{"problem": f"the ranks made {sorted(counts)} calls in one round"}] * max(counts)}
+        return {"samples": [shards.joined(list(outs)) for outs in zip(*(r["samples"] for r in replies))]}
     if op == "time":
         waited = [r["waited_ms"] for r in replies]
-        return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited)}
+        checked = [[first["checked"][i][0], shards.joined([r["checked"][i][1] for r in replies])]
+                   for i in range(len(first["checked"]))]
+        return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited), "checked": checked}
     if op != "finish":
         return first
     result = dict(first)
@@ -178,6 +187,8 @@ def merged(op: str, replies: list[dict]) -> dict:
     result["host_timed"] = sorted({name for r in replies for name in r["host_timed"]})
     if "violations" in first:
         result["violations"] = list(dict.fromkeys(v for r in replies for v in r["violations"]))
+    if "rank_kept" in first:  # what each rank kept against its shard (tutor.harness.shards)
+        result["rank_kept"] = [r["rank_kept"] for r in replies]
     return result
 
 
@@ -344,7 +355,8 @@ def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, stalled: l
         "timing_note": mine["timing_note"] or theirs["timing_note"],
         "violations": violations,
         "memory": {"resident_bytes": {**theirs["resident_bytes"], **mine["resident_bytes"]},
-                   "growth_bytes": mine["growth_bytes"], "candidate": mine.get("memory_facts", {})},
+                   "growth_bytes": mine["growth_bytes"], "candidate": mine.get("memory_facts", {}),
+                   "rank_kept": mine.get("rank_kept", [])},
     }
     if mine.get("compile"):
         result["compile"] = mine["compile"]

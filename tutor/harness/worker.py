@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from tutor.harness import call_checks, peaks, wire
+from tutor.harness import call_checks, peaks, shards, wire
 from tutor.harness.checks import own_copy
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
@@ -39,10 +39,16 @@ SERVING_WORKLOAD_API = ("prepare", "server")
 SERVING_SPEC_API = ("make_weights", "make_trace")
 
 
+# A multi-GPU puzzle's spec also says what each rank holds (tutor.harness.shards).
+RANKED_SPEC_API = (*SPEC_API, "shard")
+
+
 def apis(request: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What the spec and each workload must define for this request: a serving puzzle's (a request with
-    "serving", grade or profile alike) or a forward() puzzle's."""
-    return (SERVING_SPEC_API, SERVING_WORKLOAD_API) if "serving" in request else (SPEC_API, WORKLOAD_API)
+    "serving", grade or profile alike), a multi-GPU puzzle's or a forward() puzzle's."""
+    if "serving" in request:
+        return SERVING_SPEC_API, SERVING_WORKLOAD_API
+    return (RANKED_SPEC_API if request.get("ranks", 1) > 1 else SPEC_API), WORKLOAD_API
 
 
 def step_tokens(name: str, server) -> dict[int, list[int]]:
@@ -120,6 +126,7 @@ class Worker:
         self.kept: dict[str, list[call_checks.Kept]] = {}  # each workload's outputs of its last round
         self.prepared_bytes = 0
         self._shared = None
+        self.shard_bytes = 0  # with ranks: the bytes of this rank's shard, all a rank may keep past its slack
 
     # -- operations ---------------------------------------------------------------------------
 
@@ -291,6 +298,15 @@ class Worker:
                 hidden = self.side.violation(sum(self.samples.get(self.candidate, [])))
                 if hidden:
                     self.guard.note(hidden)
+            if self.shard_bytes:  # a rank keeps its shard and its buffers, no other rank's weights
+                import torch.distributed as dist
+                warm = shards.tensor_bytes(self.warm)
+                kept = sum(self.resident.values()) + result["growth_bytes"] - warm
+                over = shards.over_shard(dist.get_rank(), kept, self.shard_bytes, self.spec.RANK_SLACK_BYTES)
+                if over:
+                    self.guard.note(over)
+                result["rank_kept"] = {"rank": dist.get_rank(), "kept_bytes": kept, "shard_bytes": self.shard_bytes,
+                                       "slack_bytes": self.spec.RANK_SLACK_BYTES}
             self.guard.verify()
             result["violations"] = self.guard.violations
             result["compile"] = self.compiled.report()
@@ -316,8 +332,15 @@ class Worker:
         return call_workload("spec.make_input", self.spec.make_input, seed, self.device.name)
 
     def _master_weights(self):
-        """One set of weights per process; each workload gets its own copy of it."""
-        if self._shared is None:
+        """One set of weights per process; each workload gets its own copy of it. With ranks, this rank's shard
+        alone, and no freed block of the GPU holds the rest (tutor.harness.shards)."""
+        if self._shared is None and self.request.get("ranks", 1) > 1:
+            import torch.distributed as dist
+            self._shared = call_workload("spec.shard", shards.rank_shard, self.spec, self.request["seed"],
+                                         dist.get_rank(), dist.get_world_size(), self.device.name)
+            self.shard_bytes = shards.tensor_bytes(self._shared)
+            self.device.poison_free_memory()
+        elif self._shared is None:
             self._shared = call_workload("spec.make_weights", self.spec.make_weights, self.request["seed"],
                                          self.device.name)
         return self._shared

@@ -8,13 +8,8 @@ import torch.distributed as dist
 
 
 def prepare(weights: dict, device: str):
-    """This rank's halves of each layer, and on a GPU the step captured once for this shape of input."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    halves = []
-    for layer in weights["layers"]:
-        part = layer["w1"].shape[1] // world
-        cols = slice(rank * part, (rank + 1) * part)
-        halves.append({"w1": layer["w1"][:, cols].contiguous(), "w2": layer["w2"][cols].contiguous()})
+    """This rank's halves of each layer (spec.shard), and on a GPU the step captured once for this shape of input."""
+    halves = weights["layers"]
     state = {"layers": halves, "graph": None}
     if device == "cuda":
         width = halves[0]["w2"].shape[1]
