@@ -128,15 +128,17 @@ def test_puzzle19_every_style_gives_rank_0_the_baselines_step_within_its_toleran
 
 
 @pytest.mark.parametrize("puzzle_id", ["puzzle16", "puzzle19"])
-def test_their_h200_grades_read_the_tier_they_read_then_under_todays_bars(puzzle_id):
-    """Their grades on 2 x H200 (device parts 20, 35 and 48; MEASUREMENTS.md): each grade's tier again from its
-    speed-up's interval under puzzle.toml's bars, as it read then, each style at the tier the toml expects.
-    (puzzle13's tiers moved after its grades: tests/test_grading_rules.py reads them under today's bars.)"""
+@pytest.mark.parametrize("when", ["2026-11-26", "shards_2026-11-27"])
+def test_their_h200_grades_read_the_tier_they_read_then_under_todays_bars(puzzle_id, when):
+    """Their grades on 2 x H200 (MEASUREMENTS.md), before and after each rank was given its shard alone and every
+    rank's output checked (issue 37): each grade's tier again from its speed-up's interval under puzzle.toml's
+    bars, as it read then, each style at the tier the toml expects. (puzzle13's tiers moved after its first
+    grades: tests/test_grading_rules.py reads them under today's bars.)"""
     import json
 
     from test_grading_rules import tiers_expected, tiers_read_as_then
 
-    fixture = Path(__file__).parent / "fixtures" / f"h200x2_grades_{puzzle_id}_2026-11-26.json"
+    fixture = Path(__file__).parent / "fixtures" / f"h200x2_grades_{puzzle_id}_{when}.json"
     assert tiers_read_as_then(json.loads(fixture.read_text())) == tiers_expected(get_puzzle(puzzle_id))
 
 
