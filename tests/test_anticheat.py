@@ -131,18 +131,6 @@ def slow(state, x):
 """
 
 
-@pytest.fixture(scope="module")
-def small_puzzle0(tmp_path_factory):
-    """puzzle0 whole, its rows cut from 2048 to 256: the same grade, the baseline's per-row loop 8x shorter (it was
-    most of this file's time: a 131 ms call, timed 3 times a round for 15 rounds a grade)."""
-    folder = tmp_path_factory.mktemp("small") / "puzzle0"
-    shutil.copytree(get_puzzle("puzzle0").folder, folder)
-    spec = folder / "spec.py"
-    assert "ROWS = 2048\n" in spec.read_text()
-    spec.write_text(spec.read_text().replace("ROWS = 2048\n", "ROWS = 256\n"))
-    return load_puzzle(folder)
-
-
 @pytest.fixture
 def grade_as_mine(small_puzzle0):
     """Grade `source` as the learner's workload.py of puzzle0 (the small one, unless `puzzle` says otherwise)."""

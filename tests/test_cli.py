@@ -16,6 +16,9 @@ from tutor.machine import this_machine
 from tutor.cli import main
 from tutor.progress import Progress
 
+# puzzle0 at 256 rows (tests/conftest.py): these tests are of the tutor's flows, not of puzzle0's numbers.
+pytestmark = pytest.mark.usefixtures("small_catalog")
+
 
 @pytest.fixture
 def in_workspace(workspace, monkeypatch):
