@@ -18,15 +18,17 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/infprof-tutor
 
-# Then the fairness and runner tests again, every run forked by one warm harness (tutor.warm).
-WARM_TESTS := tests/test_anticheat.py tests/test_comparators_out_of_reach.py tests/test_runner.py tests/test_quick_check.py
+# Every test, each harness run forked from a warm harness of the test process where it can be (tutor.warm: no
+# torch import a run); then the fairness and runner tests again, every run started cold, as without one.
+COLD_TESTS := tests/test_anticheat.py tests/test_comparators_out_of_reach.py tests/test_runner.py tests/test_quick_check.py
 
-# One test process a core (pytest-xdist): the suite's time is its subprocess runs, each on one core.
-TEST_WORKERS ?= auto
+# Two test processes a core (pytest-xdist): half of the suite's time is waiting, on its runs' subprocesses and on
+# the time limits its tests reach on purpose.
+TEST_WORKERS ?= 4
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --warm $(WARM_TESTS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --warm-when-ready
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(COLD_TESTS)
 
 gpu-test: $(STAMP)
 	$(BIN)/python -m pytest -q -m gpu

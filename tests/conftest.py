@@ -88,14 +88,16 @@ def ncu_learner_profiles(baseline_csv: Path, mine_csv: Path, mine_code: str = "g
 
 
 def pytest_addoption(parser):
-    parser.addoption("--warm", action="store_true",
+    parser.addoption("--warm", action="store_const", const="require", dest="warm", default="off",
                      help="run every harness run through one warm harness (tutor.warm); a run that cannot fails")
+    parser.addoption("--warm-when-ready", action="store_const", const="use", dest="warm",
+                     help="fork each harness run from one warm harness where it can, else start it cold")
 
 
 @pytest.fixture(scope="session")
 def warm_runtime(request, tmp_path_factory):
-    """With --warm: a warm harness owned by this test session, and the folder its socket is in."""
-    if not request.config.getoption("--warm"):
+    """With --warm or --warm-when-ready: a warm harness owned by this test session, and the folder its socket is in."""
+    if request.config.getoption("warm") == "off":
         yield None
         return
     import os
@@ -136,19 +138,26 @@ def session_extension_builds(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def isolated_config(tmp_path, monkeypatch, warm_runtime):
+def isolated_config(tmp_path, monkeypatch, warm_runtime, request):
     """Keep the remembered-workspace file and $INFPROF_WORKSPACE out of the developer's home."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("INFPROF_WORKSPACE", raising=False)
     # Every run cold, unless the session runs warm (--warm) or a test starts a warm harness of its
     # own (tests/test_warm.py): a developer's open TUI must not serve the suite's runs.
     if warm_runtime:
-        monkeypatch.setenv("INFPROF_WARM", "require")
+        monkeypatch.setenv("INFPROF_WARM", request.config.getoption("warm"))
         monkeypatch.setenv("INFPROF_RUNTIME_DIR", warm_runtime)
     else:
         monkeypatch.setenv("INFPROF_WARM", "0")
     import tutor.workspace as ws
     monkeypatch.setattr(ws, "_REMEMBERED", tmp_path / "xdg" / "infprof-tutor" / "workspace")
+
+
+@pytest.fixture
+def cold_runs(monkeypatch):
+    """Every harness run started cold, whatever the session's --warm: for the app's tests, whose app starts and
+    shows its own warm harness."""
+    monkeypatch.setenv("INFPROF_WARM", "0")
 
 
 @pytest.fixture(scope="session")

@@ -49,8 +49,9 @@ ONE_H100 = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(9.0,),
 RUN_TIMEOUT_S = 120
 FIXTURES = Path(__file__).parent / "fixtures"
 
-# puzzle0 at 256 rows (tests/conftest.py): these tests are of the app, not of puzzle0's numbers.
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("small_catalog")]
+# puzzle0 at 256 rows (tests/conftest.py): these tests are of the app, not of puzzle0's numbers; runs cold: the app
+# starts its own warm harness.
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("small_catalog", "cold_runs")]
 
 
 @pytest.fixture
@@ -310,7 +311,9 @@ async def test_the_app_warms_a_harness_it_owns_and_its_runs_fork_from_it(workspa
     harness = WarmHarness.for_env()
     try:
         async with puzzle_open(workspace) as (pilot, screen):
-            assert "harness warming…" in str(screen.query_one("#standing").render())
+            standing = str(screen.query_one("#standing").render())
+            # Warming, unless a loaded machine took longer to open the puzzle than the harness to import torch.
+            assert "harness warming…" in standing or pilot.app.harness == "ready", standing
             await wait_until(pilot, lambda: pilot.app.harness == "ready", RUN_TIMEOUT_S, "the warm harness")
             await pilot.pause()
             assert "● harness warm" in str(screen.query_one("#standing").render())

@@ -24,6 +24,9 @@ from tutor.progress import Progress
 from tutor.runner import RunFailed
 from tutor.workspace import init_workspace
 
+# The app starts and shows its own warm harness: every run of these cold, whatever the session's --warm.
+pytestmark = pytest.mark.usefixtures("cold_runs")
+
 CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
 SMALL, LARGE = (80, 24), (120, 36)
 

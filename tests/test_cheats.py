@@ -143,12 +143,14 @@ def test_each_multi_gpu_cheat_is_refused_at_correctness_or_does_the_work_right_o
 
 
 def test_the_multi_gpu_cheats_were_refused_on_two_gpus_for_what_they_tried():
-    """Each of puzzle13, 16 and 19's cheats graded once on 2 x H200 (tests/fixtures/h200x2_cheats_ranks_2026-11-27.json,
-    `benchmarks/grade_cheats.py`): a rank that gathered the other's weights refused at fair play for what it kept,
-    one whose output went unread refused at correctness; none earned a tier."""
+    """Each of puzzle13, 16 and 19's cheats graded three times on 2 x H200, in two leases
+    (tests/fixtures/h200x2_cheats_ranks_2026-11-27.json, `benchmarks/grade_cheats.py`): a rank that gathered the
+    other's weights refused at fair play for what it kept, one whose output went unread refused at correctness;
+    none earned a tier."""
     recorded = json.loads((Path(__file__).parent / "fixtures" / "h200x2_cheats_ranks_2026-11-27.json").read_text())
     grades = recorded["grades"]
-    assert {(g["puzzle"], g["which"].removeprefix("cheats/")) for g in grades} == set(RANK_CHEATS)
+    graded = [(g["puzzle"], g["which"].removeprefix("cheats/")) for g in grades]
+    assert set(graded) == set(RANK_CHEATS) and all(graded.count(c) >= 3 for c in RANK_CHEATS)
     for grade in grades:
         refused = " ".join(grade["refused_by"])
         assert grade["tier"] == "", grade

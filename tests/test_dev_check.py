@@ -71,9 +71,10 @@ def test_a_broken_puzzle_toml_stops_at_its_metadata(copy0):
     assert check.name == "metadata" and check.status == "failed"
 
 
-def test_the_starter_fails_to_grade_here():
-    """The runtime checks grade for real: the first of them, the starter's grade (baseline against itself)."""
-    [starter] = itertools.islice(run_checks(PUZZLE0), 1)
+def test_the_starter_fails_to_grade_here(small_puzzle0):
+    """The runtime checks grade for real: the first of them, the starter's grade (baseline against itself), on
+    puzzle0 at 256 rows (tests/conftest.py)."""
+    [starter] = itertools.islice(run_checks(small_puzzle0), 1)
     assert starter.name == "starter fails" and starter.status == "ok", starter.detail
     assert starter.detail.startswith("tier none")
 

@@ -31,10 +31,11 @@ def test_puzzle0_reference_solves_it(workspace):
     assert TIERS.index(verdict.tier) >= TIERS.index(EXPECTED_TIER["puzzle0"])
 
 
-def test_the_baseline_made_ready_after_a_solution_is_the_starter_again(workspace):
+def test_the_baseline_made_ready_after_a_solution_is_the_starter_again(workspace, small_puzzle0):
     """benchmarks/measure_draft.py grades every solution of a puzzle in one workspace (one compile cache):
-    the baseline's turn, last, must not grade the workload the solution before it left in place."""
-    puzzle = get_puzzle("puzzle0")
+    the baseline's turn, last, must not grade the workload the solution before it left in place. (puzzle0 at 256
+    rows, tests/conftest.py: its profile makes the answer ready, and its size is not what this tests.)"""
+    puzzle = small_puzzle0
     ready_to_grade(workspace, puzzle)
     assert workspace.editable_path(puzzle, "workload.py").read_text() == (puzzle.solution_dir / "workload.py").read_text()
     ready_to_grade(workspace, puzzle, "baseline")
