@@ -286,18 +286,31 @@ def test_a_rank_may_keep_its_shard_and_its_slack_no_more():
 
 @pytest.mark.parametrize("puzzle_id", ["puzzle13", "puzzle16", "puzzle19"])
 def test_each_multi_gpu_puzzle_gives_a_rank_half_the_weights_and_less_slack_than_the_other_half(puzzle_id):
-    """Each rank's shard is half the model at the spec's real sizes (counted on fake tensors: nothing allocated), and
-    the memory a rank may keep past it is less than the other rank's half, so gathering that half is named."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
+    """dev check's shards check (counted on fake tensors at the real sizes): each rank is given half the model,
+    and the memory a rank may keep past it is less than the other rank's half, so gathering that half is named."""
     from tutor.catalog import get_puzzle
-    from tutor.harness.loading import load_module
-    from tutor.harness.shards import tensor_bytes
-    from tutor.harness.worker import RANKED_SPEC_API
+    from tutor.dev_check import static_checks
 
-    spec = load_module(get_puzzle(puzzle_id).folder / "spec.py", f"{puzzle_id}_spec", RANKED_SPEC_API)
-    with FakeTensorMode():
-        weights = spec.make_weights(1, "cpu")
-        held = [tensor_bytes(spec.shard(weights, rank, 2)) for rank in range(2)]
-    assert held[0] == held[1] == tensor_bytes(weights) // 2
-    assert 0 < spec.RANK_SLACK_BYTES < held[1]
+    [shards] = [c for c in static_checks(get_puzzle(puzzle_id)) if c.name == "shards"]
+    assert shards.status == "ok", shards.detail
+    held = {"puzzle13": "64 MiB, 64 MiB", "puzzle16": "32 MiB, 32 MiB", "puzzle19": "224 MiB, 224 MiB"}[puzzle_id]
+    assert shards.detail.startswith(f"2 ranks hold {held}; each may keep ")
+
+
+@pytest.mark.parametrize("change, words", [("RANK_SLACK_BYTES = 24 << 20", "RANK_SLACK_BYTES = 32 << 20"),
+                                           ("def shard(", "def _shard(")],
+                         ids=["slack as large as a shard", "no shard()"])
+def test_a_multi_gpu_spec_that_would_let_a_rank_keep_anothers_part_fails_dev_check(change, words, tmp_path):
+    import shutil
+
+    from tutor.catalog import get_puzzle, load_puzzle
+    from tutor.dev_check import static_checks
+
+    folder = tmp_path / "puzzle16"
+    shutil.copytree(get_puzzle("puzzle16").folder, folder)
+    spec = folder / "spec.py"
+    assert change in spec.read_text()
+    spec.write_text(spec.read_text().replace(change, words, 1))
+    [shards] = [c for c in static_checks(load_puzzle(folder)) if c.name == "shards"]
+    assert shards.status == "failed", shards.detail
+    print(shards.detail)

@@ -83,6 +83,8 @@ def static_checks(puzzle: Puzzle) -> Iterator[Check]:
         yield _floor(puzzle)
     elif puzzle.serving_floor_checked:
         yield _serving_floor(puzzle)
+    if puzzle.hardware.gpus > 1:
+        yield _shards(puzzle)
 
 
 def least_work(puzzle: Puzzle, l2_bytes: int = 50 * 2**20) -> dict:
@@ -91,6 +93,30 @@ def least_work(puzzle: Puzzle, l2_bytes: int = 50 * 2**20) -> dict:
 
     # Loaded as the harness loads it; it imports torch: only here, never at the faces' start-up.
     return load_module(puzzle.folder / "spec.py", f"{puzzle.id}_spec", ()).least_work(l2_bytes)
+
+
+def _shards(puzzle: Puzzle) -> Check:
+    """A multi-GPU puzzle says what each rank holds (tutor.harness.shards): shard() gives each rank its part, and
+    the GPU memory a rank may keep past it, RANK_SLACK_BYTES, is less than another rank's part, so a rank that
+    gathers another's is named. Counted at the spec's real sizes on fake tensors: nothing is allocated."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from tutor.harness.loading import load_module
+    from tutor.harness.shards import tensor_bytes
+
+    world = puzzle.hardware.gpus
+    spec = load_module(puzzle.folder / "spec.py", f"{puzzle.id}_spec", ())
+    slack = getattr(spec, "RANK_SLACK_BYTES", None)
+    if not callable(getattr(spec, "shard", None)) or not isinstance(slack, int):
+        return _failed("shards", "spec.py needs shard(weights, rank, world), what each rank is given, and "
+                                 "RANK_SLACK_BYTES, the GPU memory a rank may keep past it")
+    with FakeTensorMode():
+        held = [tensor_bytes(spec.shard(spec.make_weights(1, "cpu"), rank, world)) for rank in range(world)]
+    mib = lambda n: f"{n / 2**20:.0f} MiB"  # noqa: E731
+    if slack >= min(held):
+        return _failed("shards", f"RANK_SLACK_BYTES ({mib(slack)}) is not less than a rank's shard "
+                                 f"({mib(min(held))}): a rank could keep another rank's part unnamed")
+    return _ok("shards", f"{world} ranks hold {', '.join(mib(h) for h in held)}; each may keep {mib(slack)} more")
 
 
 def _floor(puzzle: Puzzle) -> Check:
