@@ -32,13 +32,13 @@ def test_each_cheat_says_what_it_tries_and_what_it_must_get(puzzle, path):
     assert set(SERVING_WORKLOAD_API if puzzle.serving else WORKLOAD_API) <= defined
 
 
-def test_the_gpu_puzzles_after_puzzle3_have_cheats_of_the_classes_that_apply():
-    # Issue 37's classes: one checked call in a loop (4, 5, 6), outputs the caller cannot use (7, 12), work
+def test_the_gpu_puzzles_have_cheats_of_the_classes_that_apply():
+    # Issue 37's classes: one checked call in a loop (1-6), outputs the caller cannot use (1-3, 7, 12), work
     # done where the clock does not see it (12), a server that does other work than the model's (18), a rank
     # that does every rank's work or whose output went unread (13, 16, 19).
     have = {p.id for p, _ in CHEATS}
-    assert {"puzzle4", "puzzle5", "puzzle6", "puzzle7", "puzzle12", "puzzle18", "puzzle13", "puzzle16",
-            "puzzle19"} <= have
+    assert {"puzzle1", "puzzle2", "puzzle3", "puzzle4", "puzzle5", "puzzle6", "puzzle7", "puzzle12", "puzzle18",
+            "puzzle13", "puzzle16", "puzzle19"} <= have
 
 
 def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_path):
@@ -158,3 +158,21 @@ def test_the_multi_gpu_cheats_were_refused_on_two_gpus_for_what_they_tried():
             assert "fair play" in refused and "more than its shard of the weights" in refused, refused
         else:
             assert "correctness: Output differs" in refused, refused
+
+
+def test_puzzle2s_cheats_answer_right_where_they_answer_at_all():
+    """puzzle2's cheats on the CPU (its eager stack on small layers): the values the baseline's stack gives, so a
+    grade refuses them for what they try, the layout of one (a strided view) and the blanks of the other."""
+    puzzle = get_puzzle("puzzle2")
+    baseline = load_module(puzzle.workload_path("baseline"), "p2_baseline", WORKLOAD_API)
+    g = torch.Generator().manual_seed(3)
+    layers = [(torch.randn(64, 32, generator=g) / 6, torch.randn(32, 64, generator=g) / 8) for _ in range(2)]
+    xs = [torch.randn(n, 32, generator=g) for n in (1, 3, 5)]
+    expected = torch.cat([baseline.block_stack(x, layers) for x in xs])
+    view = load_module(puzzle.solution_path("cheats/returns_a_strided_view"), "p2_view", WORKLOAD_API)
+    out = view.forward(view.prepare({"layers": layers}, "cpu"), xs)
+    assert torch.allclose(out, expected, atol=1e-5) and not out.is_contiguous()
+    mine, theirs = call_checks.Kept(out).sample(seed=5), call_checks.Kept(expected).sample(seed=5)
+    assert compare(mine, theirs)["problem"].startswith("output is a strided view (strides (1, 9))")
+    frames = load_module(puzzle.solution_path("cheats/reads_which_call_is_checked"), "p2_frames", WORKLOAD_API)
+    assert torch.allclose(frames.forward(frames.prepare({"layers": layers}, "cpu"), xs), expected, atol=1e-5)

@@ -1,0 +1,42 @@
+"""Cheat, one checked call in a timed loop (issue 37): reads the harness's frames to tell which call it is in (the
+warm call before the call clock starts, a call of the loop that is not its last) and returns zeros there, the
+baseline's fp8 layers everywhere else. On puzzle5, a grade that checked the loop's last call alone read this
+class gold. Must get: refused at correctness (every call of a round is checked, the warm call too)."""
+
+import sys
+
+import torch
+from torchao.quantization import Float8WeightOnlyConfig, quantize_
+
+
+def unchecked() -> bool:
+    """Whether the harness frames above say this call is the warm call or a call of the loop before its last."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        names = frame.f_locals
+        if frame.f_code.co_name == "warm":
+            return True
+        calls = names.get("calls")
+        if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def prepare(weights: dict, device: str):
+    layers = []
+    for w in weights["weights"]:
+        out_features, in_features = w.shape
+        layer = torch.nn.Linear(in_features, out_features, bias=False, dtype=torch.bfloat16, device=device)
+        layer.weight.data.copy_(w)
+        layers.append(layer)
+    model = torch.nn.Sequential(*layers).eval()
+    quantize_(model, Float8WeightOnlyConfig())
+    return model
+
+
+def forward(model, x: torch.Tensor) -> torch.Tensor:
+    if unchecked():
+        return torch.zeros(x.shape[0], model[-1].weight.shape[0], dtype=x.dtype, device=x.device)
+    with torch.inference_mode():
+        return model(x)
