@@ -452,7 +452,8 @@ async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(w
         await finish_run(pilot, screen)
         text = panel_text(screen)
         assert text.startswith("Quick check · correct ·") and "x vs baseline" in text, text
-        assert "✓ correct: Output matches baseline" in text and "would reach" in text
+        # The tier it would reach, or why not: ten rounds beside three other test processes can leave a wide interval.
+        assert "✓ correct: Output matches baseline" in text and ("would reach" in text or "lower bound" in text), text
         assert "not a grade: nothing is recorded. g grades for real" in text
         assert Progress(workspace.db_path).attempts("puzzle0") == []  # a check is not an attempt
         [request] = check_requests(workspace)
