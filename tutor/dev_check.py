@@ -102,7 +102,7 @@ def _shards(puzzle: Puzzle) -> Check:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from tutor.harness.loading import load_module
-    from tutor.harness.shards import tensor_bytes
+    from tutor.harness.shards import mib, tensor_bytes
 
     world = puzzle.hardware.gpus
     spec = load_module(puzzle.folder / "spec.py", f"{puzzle.id}_spec", ())
@@ -112,7 +112,6 @@ def _shards(puzzle: Puzzle) -> Check:
                                  "RANK_SLACK_BYTES, the GPU memory a rank may keep past it")
     with FakeTensorMode():
         held = [tensor_bytes(spec.shard(spec.make_weights(1, "cpu"), rank, world)) for rank in range(world)]
-    mib = lambda n: f"{n / 2**20:.0f} MiB"  # noqa: E731
     if slack >= min(held):
         return _failed("shards", f"RANK_SLACK_BYTES ({mib(slack)}) is not less than a rank's shard "
                                  f"({mib(min(held))}): a rank could keep another rank's part unnamed")

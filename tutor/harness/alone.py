@@ -47,15 +47,9 @@ def run_alone(request: dict, sink: EventSink) -> dict:
         from tutor.harness import memory_history
         memory_history.start()
     sink.stage("preparing", name)
-    if request.get("ranks", 1) > 1:  # this rank's shard alone, as in a grade (tutor.harness.shards)
-        import torch.distributed as dist
+    from tutor.harness import shards  # with ranks, this rank's shard alone, as in a grade
 
-        from tutor.harness import shards
-        weights = in_phase("prepare", call_workload, "spec.shard", shards.rank_shard, spec, request["seed"],
-                           dist.get_rank(), dist.get_world_size(), device.name)
-    else:
-        weights = in_phase("prepare", call_workload, "spec.make_weights", spec.make_weights, request["seed"],
-                           device.name)
+    weights = in_phase("prepare", shards.given_weights, spec, request, device.name)
     state = in_phase("prepare", call_workload, f"{name}.prepare()", module.prepare, weights, device.name)
     del weights
     if not recording:  # its fill of every cached free block would show in the history as allocations of ours

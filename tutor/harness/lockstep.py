@@ -172,8 +172,8 @@ def merged(op: str, replies: list[dict]) -> dict:
         return {"samples": [shards.joined(list(outs)) for outs in zip(*(r["samples"] for r in replies))]}
     if op == "time":
         waited = [r["waited_ms"] for r in replies]
-        checked = [[first["checked"][i][0], shards.joined([r["checked"][i][1] for r in replies])]
-                   for i in range(len(first["checked"]))]
+        checked = [[calls[0][0], shards.joined([out for _, out in calls])]
+                   for calls in zip(*(r["checked"] for r in replies))]
         return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited), "checked": checked}
     if op != "finish":
         return first

@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import torch
 
+from tutor.harness.loading import call_workload
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
 
 def on_device(x, device: str):
     """`x` (tensors in dicts and lists) moved to `device`."""
@@ -42,11 +48,20 @@ def rank_shard(spec, seed: int, rank: int, world: int, device: str):
     return on_device(spec.shard(spec.make_weights(seed, "cpu"), rank, world), device)
 
 
+def given_weights(spec, request: dict, device: str):
+    """The weights a workload process is given, in a grade or a profile alike: the spec's whole, or with ranks
+    this rank's shard alone."""
+    if request.get("ranks", 1) > 1:
+        import torch.distributed as dist
+        return call_workload("spec.shard", rank_shard, spec, request["seed"], dist.get_rank(), dist.get_world_size(),
+                             device)
+    return call_workload("spec.make_weights", spec.make_weights, request["seed"], device)
+
+
 def over_shard(rank: int, kept: int, shard: int, slack: int) -> str:
     """The violation, if a rank keeps more GPU memory than its shard and the slack the spec allows it."""
     if kept <= shard + slack:
         return ""
-    mib = lambda n: f"{n / 2**20:.0f} MiB"  # noqa: E731
     return (f"rank {rank} kept {mib(kept)} of GPU memory, more than its shard of the weights ({mib(shard)}) and "
             f"{mib(slack)} for its buffers: each rank may hold only its own shard, as when the model does not fit "
             "one GPU (gathering the other ranks' weights, or making them again, is not tensor or pipeline parallelism)")

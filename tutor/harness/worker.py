@@ -334,15 +334,11 @@ class Worker:
     def _master_weights(self):
         """One set of weights per process; each workload gets its own copy of it. With ranks, this rank's shard
         alone, and no freed block of the GPU holds the rest (tutor.harness.shards)."""
-        if self._shared is None and self.request.get("ranks", 1) > 1:
-            import torch.distributed as dist
-            self._shared = call_workload("spec.shard", shards.rank_shard, self.spec, self.request["seed"],
-                                         dist.get_rank(), dist.get_world_size(), self.device.name)
-            self.shard_bytes = shards.tensor_bytes(self._shared)
-            self.device.poison_free_memory()
-        elif self._shared is None:
-            self._shared = call_workload("spec.make_weights", self.spec.make_weights, self.request["seed"],
-                                         self.device.name)
+        if self._shared is None:
+            self._shared = shards.given_weights(self.spec, self.request, self.device.name)
+            if self.request.get("ranks", 1) > 1:
+                self.shard_bytes = shards.tensor_bytes(self._shared)
+                self.device.poison_free_memory()
         return self._shared
 
     def _verify(self) -> None:
