@@ -2,17 +2,29 @@
 
     python benchmarks/grade_cheats.py puzzle4 [puzzle5 ...] [--runs 3] [--json out.json]
     python benchmarks/grade_cheats.py puzzle4 --which reference alternatives/compiled_chunks   (any solution)
+    python benchmarks/grade_cheats.py puzzle9 puzzle10 --runs 3 --gpus 4 --stop-after 500 --json out.json
 
 No profile is taken: a cheat's answer would name the right bottleneck anyway, so what matters is whether the
 grade's other criteria refuse it. The tier printed is the one it earns with them (withheld when correctness, fair
 play or the physical floor fails), as a right diagnosis would leave it. Each grade is a fresh workspace and seed.
+
+With --gpus N (a host of N GPUs), N grades run at once, each in its own process that sees one GPU alone
+(CUDA_VISIBLE_DEVICES); --stop-after starts no grade after that many seconds, so a time-limited run keeps
+every grade it finished.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import queue
 import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 
 from tutor import actions
 from tutor.catalog import get_puzzle
@@ -31,28 +43,87 @@ def grade_one(puzzle, path, which: str) -> dict:
             "speedups": {k: round(v["median"], 3) for k, v in verdict.speedups.items()}}
 
 
+def print_row(row: dict) -> None:
+    print(f"{row['which']} ({row['puzzle']}, grade {row['run']}): tier {row['tier'] or '-'}; speed-ups "
+          f"{row['speedups']}", flush=True)
+    for line in row["refused_by"]:
+        print(f"    refused by {line[:400]}", flush=True)
+
+
+def grades_wanted(args) -> list[tuple[str, str, int]]:
+    """(puzzle, which, run) for every grade asked for, each solution's runs one after another."""
+    wanted = []
+    for puzzle_id in args.puzzles:
+        puzzle = get_puzzle(puzzle_id)
+        chosen = args.which or [f"cheats/{p.stem}" for p in sorted(puzzle.folder.glob("cheats/*.py"))]
+        wanted += [(puzzle_id, which, run + 1) for which in chosen for run in range(args.runs)]
+    return wanted
+
+
+def grade_in_process(puzzle_id: str, which: str, gpu: int) -> dict:
+    """One grade in a fresh process that sees GPU `gpu` alone; its row, or why it has none."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        done = subprocess.run([sys.executable, __file__, puzzle_id, "--which", which, "--json", out.name],
+                              env={**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}, capture_output=True, text=True)
+        rows = json.loads(open(out.name).read() or "[]")
+    if not rows:
+        return {"puzzle": puzzle_id, "which": which, "tier": "", "speedups": {}, "performance": [],
+                "refused_by": [f"no grade: exit {done.returncode}: {done.stderr[-600:]}"]}
+    return rows[0]
+
+
+def grade_on_gpus(wanted: list, gpus: int, stop_after_s: float | None, record) -> None:
+    """Every grade of `wanted`, `gpus` at a time, one GPU each; none started after `stop_after_s`."""
+    jobs: queue.Queue = queue.Queue()
+    for job in wanted:
+        jobs.put(job)
+    start, lock = time.monotonic(), threading.Lock()
+
+    def work(gpu: int) -> None:
+        while stop_after_s is None or time.monotonic() - start < stop_after_s:
+            try:
+                puzzle_id, which, run = jobs.get_nowait()
+            except queue.Empty:
+                return
+            row = {**grade_in_process(puzzle_id, which, gpu), "run": run, "gpu": gpu}
+            with lock:
+                record(row)
+
+    threads = [threading.Thread(target=work, args=(gpu,)) for gpu in range(gpus)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("puzzles", nargs="+")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--json")
     parser.add_argument("--which", nargs="*", help="solutions to grade instead of the cheats: reference, alternatives/NAME")
+    parser.add_argument("--gpus", type=int, default=1, help="grades at once, one GPU of this host each")
+    parser.add_argument("--stop-after", type=float, help="seconds after which no grade starts")
     args = parser.parse_args()
     rows = []
-    for puzzle_id in args.puzzles:
+
+    def record(row: dict) -> None:
+        rows.append(row)
+        print_row(row)
+        if args.json:  # after every grade: a run stopped by a time limit keeps what it graded
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+
+    wanted = grades_wanted(args)
+    if args.gpus > 1:
+        grade_on_gpus(wanted, args.gpus, args.stop_after, record)
+        return
+    start = time.monotonic()
+    for puzzle_id, which, run in wanted:
+        if args.stop_after is not None and time.monotonic() - start > args.stop_after:
+            break
         puzzle = get_puzzle(puzzle_id)
-        chosen = args.which or [f"cheats/{p.stem}" for p in sorted(puzzle.folder.glob("cheats/*.py"))]
-        for which in chosen:
-            for run in range(args.runs):
-                row = grade_one(puzzle, puzzle.solution_path(which), which)
-                rows.append({**row, "run": run + 1})
-                print(f"{row['which']} ({puzzle_id}, grade {run + 1}): tier {row['tier'] or '-'}; speed-ups "
-                      f"{row['speedups']}", flush=True)
-                for line in row["refused_by"]:
-                    print(f"    refused by {line[:400]}", flush=True)
-                if args.json:  # after every grade: a run stopped by a time limit keeps what it graded
-                    with open(args.json, "w") as f:
-                        json.dump(rows, f, indent=1)
+        record({**grade_one(puzzle, puzzle.solution_path(which), which), "run": run})
 
 
 if __name__ == "__main__":

@@ -33,12 +33,13 @@ def test_each_cheat_says_what_it_tries_and_what_it_must_get(puzzle, path):
 
 
 def test_the_gpu_puzzles_have_cheats_of_the_classes_that_apply():
-    # Issue 37's classes: one checked call in a loop (1-6), outputs the caller cannot use (1-3, 7, 12), work
-    # done where the clock does not see it (12), a server that does other work than the model's (18), a rank
-    # that does every rank's work or whose output went unread (13, 16, 19).
+    # Issue 37's classes: one checked call in a loop (1-6, 9-11, 17), outputs the caller cannot use (1-3, 7, 12),
+    # work done where the clock does not see it (9, 11, 12, 15), work past the clock (10, 15, 17), a server that
+    # does other work than the model's (18), a rank that does every rank's work or whose output went unread
+    # (13, 16, 19).
     have = {p.id for p, _ in CHEATS}
-    assert {"puzzle1", "puzzle2", "puzzle3", "puzzle4", "puzzle5", "puzzle6", "puzzle7", "puzzle12", "puzzle18",
-            "puzzle13", "puzzle16", "puzzle19"} <= have
+    assert {"puzzle1", "puzzle2", "puzzle3", "puzzle4", "puzzle5", "puzzle6", "puzzle7", "puzzle9", "puzzle10",
+            "puzzle11", "puzzle12", "puzzle15", "puzzle17", "puzzle18", "puzzle13", "puzzle16", "puzzle19"} <= have
 
 
 def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_path):
@@ -101,6 +102,34 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
         else:
             errors = [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", correctness)]
             assert len(errors) >= 3 and min(errors) > 20 * puzzle.correctness.max_rel_l2, correctness
+
+
+KERNEL_CHEATS = Path(__file__).parent / "fixtures" / "h200_cheats_kernels_2026-11-27.json"
+# Graded fewer than three times: the second call's time limit came first.
+KERNEL_CHEATS_OWED = {("puzzle11", "cheats/reads_which_call_is_checked"), ("puzzle11", "cheats/works_ahead")}
+
+
+def test_the_kernel_puzzles_cheats_were_refused_or_earned_no_tier_on_the_gpu():
+    """puzzle9, 10, 11, 15 and 17's cheats graded three times each, each grade on one H200 of a 4-GPU host
+    (KERNEL_CHEATS, `benchmarks/grade_cheats.py --gpus 4`): a call that blanks the calls it takes for unchecked
+    is refused at correctness; a tail left running on a side stream is charged in full, so it reads no faster
+    than the baseline, and its output was not ready when the caller read it; the baseline's kernel run ahead on
+    every input found alive found nothing ahead and reads slower than the baseline."""
+    recorded = json.loads(KERNEL_CHEATS.read_text())
+    graded = [(g["puzzle"], g["which"]) for g in recorded["grades"]]
+    shipped = {(p.id, f"cheats/{path.stem}") for p, path in CHEATS
+               if p.id in {"puzzle9", "puzzle10", "puzzle11", "puzzle15", "puzzle17"}}
+    assert shipped == {c for c in shipped if graded.count(c) >= 3} | KERNEL_CHEATS_OWED
+    for grade in recorded["grades"]:
+        bronze = get_puzzle(grade["puzzle"]).tiers[0].min_speedup
+        refused = " ".join(grade["refused_by"])
+        assert grade["tier"] == "", grade
+        if grade["which"] == "cheats/reads_which_call_is_checked":
+            assert "timed calls checked" in refused, refused
+        else:
+            assert grade["speedups"]["baseline"] < bronze, grade
+        if grade["which"] == "cheats/runs_a_tail_past_the_clock":
+            assert "correctness: Output differs" in refused and "not joined back" in refused, refused
 
 
 # The multi-GPU puzzles at a CPU's sizes (the same split, two gloo ranks): the spec's sizes line, and its stand-in.

@@ -1,0 +1,65 @@
+"""Cheat, one checked call in a timed loop (issue 37): reads the harness's frames to tell which call it is in
+and returns zero counts on every call but the call clock's last (the warm call, the loop's others, and the GPU
+clock's call, the one the tiers are read from), the baseline's atomics on that one. Where only that last call
+were checked, the GPU clock would time an allocation and read a speed-up far above gold.
+Must get: refused at correctness (every call of a round is checked, the warm call and the GPU clock's too)."""
+
+import hashlib
+import sys
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+KERNEL = r"""
+constexpr int EXPERTS = 64, THREADS = 256;
+
+__global__ void count_routes(const int* __restrict__ expert, int* __restrict__ counts, long long n) {
+    long long i = (long long)blockIdx.x * THREADS + threadIdx.x;
+    if (i < n) atomicAdd(&counts[expert[i]], 1);
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor expert) {
+    long long n = expert.numel();
+    auto counts = torch::zeros({EXPERTS}, expert.options());
+    count_routes<<<(n + THREADS - 1) / THREADS, THREADS>>>(expert.data_ptr<int>(), counts.data_ptr<int>(), n);
+    return counts;
+}
+"""
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle10_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor expert);",
+                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return build(KERNEL, LAUNCHER)
+
+
+def forward_baseline(kernel, expert: torch.Tensor) -> torch.Tensor:
+    return kernel.run(expert)
+
+
+def unchecked() -> bool:
+    """Whether the harness frames above say this is the warm call, the GPU clock's, or a loop call before its last."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        names = frame.f_locals
+        if frame.f_code.co_name in ("warm", "time_call_ms"):
+            return True
+        calls = names.get("calls")
+        if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def forward(kernel, expert: torch.Tensor) -> torch.Tensor:
+    if unchecked():
+        return torch.zeros(64, dtype=torch.int32, device=expert.device)
+    return forward_baseline(kernel, expert)

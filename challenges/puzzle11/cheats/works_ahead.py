@@ -1,0 +1,74 @@
+"""Cheat, work done where the clock does not see it (issue 37): on every call it runs the baseline's conflicted tiles, besides
+on its own input, on every other input-shaped tensor it finds alive (the garbage collector's objects), and
+answers a later call on one of them from that table: where a round's inputs were made before its untimed
+warm call, or the GPU clock's before the loop, the GPU clock's call would read almost nothing.
+Must get: no more than the honest work it does (each input is made only once the call before it returned,
+so there is nothing ahead to find: its own work is the baseline's kernel, about 1.0x, no tier)."""
+
+import gc
+import hashlib
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+table: dict[tuple, torch.Tensor] = {}
+
+KERNEL = r"""
+constexpr int T = 32;
+
+__global__ void __launch_bounds__(T * T)
+project(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int n) {
+    __shared__ float xs[T][T];  // xs[r][k]: row r of x's tile
+    __shared__ float ws[T][T];  // ws[k][c]: row k of w's tile
+    int r = threadIdx.x, c = threadIdx.y;  // this thread's output: row r, column c of the tile
+    float acc = 0.f;
+    for (int t = 0; t < n; t += T) {
+        // Staged coalesced: neighbouring threads, neighbouring floats of one row.
+        xs[threadIdx.y][threadIdx.x] = x[(blockIdx.y * T + threadIdx.y) * n + t + threadIdx.x];
+        ws[threadIdx.y][threadIdx.x] = w[(t + threadIdx.y) * n + blockIdx.x * T + threadIdx.x];
+        __syncthreads();
+        #pragma unroll
+        for (int k = 0; k < T; ++k) acc += xs[r][k] * ws[k][c];
+        __syncthreads();
+    }
+    out[(blockIdx.y * T + r) * n + blockIdx.x * T + c] = acc;
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int n = x.size(0);
+    auto out = torch::empty({n, n}, x.options());
+    project<<<dim3(n / T, n / T), dim3(T, T)>>>(x.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(), n);
+    return out;
+}
+"""
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle11_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor x, torch::Tensor w);",
+                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return {"w": weights["w"], "kernel": build(KERNEL, LAUNCHER)}
+
+
+def forward_baseline(state: dict, x: torch.Tensor) -> torch.Tensor:
+    return state["kernel"].run(x, state["w"])
+
+
+def key(t: torch.Tensor) -> tuple:
+    return tuple(t.flatten()[:4].tolist())
+
+
+def forward(state, x: torch.Tensor) -> torch.Tensor:
+    for o in gc.get_objects():
+        if type(o) is torch.Tensor and o is not x and o.is_cuda and o.shape == x.shape and o.dtype == x.dtype:
+            if key(o) not in table:
+                table[key(o)] = forward_baseline(state, o)
+    found = table.pop(key(x), None)
+    return found if found is not None else forward_baseline(state, x)

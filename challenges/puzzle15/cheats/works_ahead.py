@@ -1,0 +1,84 @@
+"""Cheat, work done where the clock does not see it (issue 37): on every call it runs the baseline's two waves, besides
+on its own input, on every other input-shaped tensor it finds alive (the garbage collector's objects), and
+answers a later call on one of them from that table: where a round's inputs were made before its untimed
+warm call, or the GPU clock's before the loop, the GPU clock's call would read almost nothing.
+Must get: no more than the honest work it does (each input is made only once the call before it returned,
+so there is nothing ahead to find: its own work is the baseline's kernel, about 1.0x, no tier)."""
+
+import gc
+import hashlib
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+table: dict[tuple, torch.Tensor] = {}
+
+KERNEL = r"""
+constexpr int T = 32, SLAB = 512;  // a 32 x 32 tile of out a block; the features staged SLAB at a time
+constexpr int SHARED_BYTES = (T * (SLAB + 1) + SLAB * (T + 1)) * 4;  // 133 KB: one block an SM
+
+__global__ void __launch_bounds__(T * T, 1)
+project(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
+        int m, int n, int k, int k_per_block) {
+    extern __shared__ float smem[];
+    float* xs = smem;                   // xs[rr * (SLAB + 1) + kk]: row rr of x's tile, SLAB features
+    float* ws = smem + T * (SLAB + 1);  // ws[kk * (T + 1) + cc]: SLAB rows of w's tile, T columns
+    int r = threadIdx.y, c = threadIdx.x, tid = r * T + c;  // this thread's output: row r, column c of the tile
+    int row0 = blockIdx.y * T, col0 = blockIdx.x * T, k0 = blockIdx.z * k_per_block;
+    float acc = 0.f;
+    for (int s = k0; s < k0 + k_per_block; s += SLAB) {
+        for (int e = tid; e < T * SLAB; e += T * T)  // x: a warp along one row's features, coalesced
+            xs[(e / SLAB) * (SLAB + 1) + e % SLAB] = x[(long long)(row0 + e / SLAB) * k + s + e % SLAB];
+        for (int e = tid; e < SLAB * T; e += T * T)  // w: a warp along one row's 32 columns, coalesced
+            ws[(e / T) * (T + 1) + e % T] = w[(long long)(s + e / T) * n + col0 + e % T];
+        __syncthreads();
+        #pragma unroll 8
+        for (int kk = 0; kk < SLAB; ++kk)  // xs: one address a warp (a broadcast); ws: 32 banks
+            acc = fmaf(xs[r * (SLAB + 1) + kk], ws[kk * (T + 1) + c], acc);
+        __syncthreads();
+    }
+    out[(long long)blockIdx.z * m * n + (long long)(row0 + r) * n + col0 + c] = acc;
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor x, torch::Tensor w, int64_t splits) {
+    int m = x.size(0), k = x.size(1), n = w.size(1);
+    auto out = torch::empty({splits, m, n}, x.options());  // one partial product a split of the features
+    cudaFuncSetAttribute(project, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED_BYTES);
+    project<<<dim3(n / T, m / T, splits), dim3(T, T), SHARED_BYTES>>>(
+        x.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(), m, n, k, k / splits);
+    return out;
+}
+"""
+
+DECLARATION = "torch::Tensor run(torch::Tensor x, torch::Tensor w, int64_t splits);"
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle15_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources=DECLARATION, cuda_sources=source, functions=["run"],
+                       extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return {"kernel": build(KERNEL, LAUNCHER), **weights}
+
+
+def forward_baseline(state: dict, x: torch.Tensor) -> torch.Tensor:
+    return state["kernel"].run(x, state["w"], 1)[0]  # one block a tile, all 8192 features each
+
+
+def key(t: torch.Tensor) -> tuple:
+    return tuple(t.flatten()[:4].tolist())
+
+
+def forward(state, x: torch.Tensor) -> torch.Tensor:
+    for o in gc.get_objects():
+        if type(o) is torch.Tensor and o is not x and o.is_cuda and o.shape == x.shape and o.dtype == x.dtype:
+            if key(o) not in table:
+                table[key(o)] = forward_baseline(state, o)
+    found = table.pop(key(x), None)
+    return found if found is not None else forward_baseline(state, x)

@@ -1,0 +1,76 @@
+"""Cheat, one checked call in a timed loop (issue 37): reads the harness's frames to tell which call it is in
+and returns zeros on every call but the call clock's last (the warm call, the loop's others, and the GPU
+clock's call, the one the tiers are read from), the baseline's spilling kernel on that one. Where only that last call
+were checked, the GPU clock would time an allocation and read a speed-up far above gold.
+Must get: refused at correctness (every call of a round is checked, the warm call and the GPU clock's too)."""
+
+import hashlib
+import sys
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+KERNEL = r"""
+constexpr int K = 256, N = 32, THREADS = 256;
+
+__global__ void __launch_bounds__(THREADS, 8)
+project(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int m) {
+    int token = blockIdx.x * THREADS + threadIdx.x;
+    if (token >= m) return;
+    float acc[N];
+    #pragma unroll
+    for (int j = 0; j < N; ++j) acc[j] = 0.f;
+    for (int k = 0; k < K; ++k) {
+        float v = x[k * m + token];  // coalesced: neighbouring threads, neighbouring tokens
+        #pragma unroll
+        for (int j = 0; j < N; ++j) acc[j] += v * w[k * N + j];
+    }
+    #pragma unroll
+    for (int j = 0; j < N; ++j) out[token * N + j] = acc[j];
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int m = x.size(1);
+    auto out = torch::empty({m, N}, x.options());
+    project<<<(m + THREADS - 1) / THREADS, THREADS>>>(x.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(), m);
+    return out;
+}
+"""
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle9_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor x, torch::Tensor w);",
+                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return {"w": weights["w"], "kernel": build(KERNEL, LAUNCHER)}
+
+
+def forward_baseline(state: dict, x: torch.Tensor) -> torch.Tensor:
+    return state["kernel"].run(x, state["w"])
+
+
+def unchecked() -> bool:
+    """Whether the harness frames above say this is the warm call, the GPU clock's, or a loop call before its last."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        names = frame.f_locals
+        if frame.f_code.co_name in ("warm", "time_call_ms"):
+            return True
+        calls = names.get("calls")
+        if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def forward(state: dict, x: torch.Tensor) -> torch.Tensor:
+    if unchecked():
+        return torch.zeros(x.shape[1], 32, device=x.device)
+    return forward_baseline(state, x)
