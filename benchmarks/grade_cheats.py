@@ -28,13 +28,18 @@ import time
 
 from tutor import actions
 from tutor.catalog import get_puzzle
+from tutor.runner import RunFailed
 from tutor.workspace import scratch_workspace
 
 
 def grade_one(puzzle, path, which: str) -> dict:
     ws = scratch_workspace("infprof-cheat-")
     shutil.copy(path, ws.editable_path(puzzle, "workload.py"))
-    verdict = actions.grade(ws, puzzle)
+    try:
+        verdict = actions.grade(ws, puzzle)
+    except RunFailed as failure:  # a crash, hang or OOM earns nothing: a row that says so
+        return {"puzzle": puzzle.id, "which": which, "tier": "", "performance": [], "speedups": {},
+                "refused_by": [f"run failed ({failure.kind}): {str(failure)[:400]}"]}
     by_name = {c.name: c for c in verdict.criteria}
     refused = [f"{c.name}: {c.summary} {' | '.join(c.details[:4])}" for c in verdict.criteria
                if not c.passed and c.name != "diagnosis"]
@@ -73,9 +78,10 @@ def grade_in_process(puzzle_id: str, which: str, gpu: int) -> dict:
 
 
 def grade_on_gpus(wanted: list, gpus: int, stop_after_s: float | None, record) -> None:
-    """Every grade of `wanted`, `gpus` at a time, one GPU each; none started after `stop_after_s`."""
+    """Every grade of `wanted`, `gpus` at a time, one GPU each, every solution's first grade before any second;
+    none started after `stop_after_s`."""
     jobs: queue.Queue = queue.Queue()
-    for job in wanted:
+    for job in sorted(wanted, key=lambda job: job[2]):
         jobs.put(job)
     start, lock = time.monotonic(), threading.Lock()
 

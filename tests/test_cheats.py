@@ -104,28 +104,35 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
             assert len(errors) >= 3 and min(errors) > 20 * puzzle.correctness.max_rel_l2, correctness
 
 
-KERNEL_CHEATS = Path(__file__).parent / "fixtures" / "h200_cheats_kernels_2026-11-27.json"
-# Graded fewer than three times: the second call's time limit came first.
-KERNEL_CHEATS_OWED = {("puzzle11", "cheats/reads_which_call_is_checked"), ("puzzle11", "cheats/works_ahead")}
+FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x4_cheats_2026-11-27.json"
+# Graded fewer than three times so far (a call's time limit came first; puzzle1's works_ahead and puzzle11's
+# replace a file that was never graded, or one that ran out of memory on its own answers): grades still owed.
+CHEATS_OWED = {("puzzle1", "cheats/reads_which_call_is_checked"), ("puzzle1", "cheats/works_ahead"),
+               ("puzzle2", "cheats/reads_which_call_is_checked"), ("puzzle2", "cheats/returns_a_strided_view"),
+               ("puzzle3", "cheats/reads_which_call_is_checked"), ("puzzle3", "cheats/returns_a_strided_view"),
+               ("puzzle11", "cheats/reads_which_call_is_checked"), ("puzzle11", "cheats/works_ahead")}
+CLASS_WORDS = {"cheats/reads_which_call_is_checked": "timed calls checked",
+               "cheats/returns_a_strided_view": "output is a strided view"}
 
 
-def test_the_kernel_puzzles_cheats_were_refused_or_earned_no_tier_on_the_gpu():
-    """puzzle9, 10, 11, 15 and 17's cheats graded three times each, each grade on one H200 of a 4-GPU host
-    (KERNEL_CHEATS, `benchmarks/grade_cheats.py --gpus 4`): a call that blanks the calls it takes for unchecked
-    is refused at correctness; a tail left running on a side stream is charged in full, so it reads no faster
-    than the baseline, and its output was not ready when the caller read it; the baseline's kernel run ahead on
-    every input found alive found nothing ahead and reads slower than the baseline."""
-    recorded = json.loads(KERNEL_CHEATS.read_text())
+def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
+    """puzzle1-3, 9, 10, 11, 15 and 17's cheats graded up to three times each, each grade on one H200 of a 4-GPU host
+    (FOUR_GPU_CHEATS, `benchmarks/grade_cheats.py --gpus 4`): a call that blanks the calls it takes for unchecked is
+    refused at correctness, as is an output returned as a strided view; a tail left running on a side stream is
+    charged in full, so it reads no faster than the baseline, and its output was not ready when the caller read it;
+    the baseline's work run ahead on every input found alive found nothing ahead and reads no faster."""
+    recorded = json.loads(FOUR_GPU_CHEATS.read_text())
     graded = [(g["puzzle"], g["which"]) for g in recorded["grades"]]
     shipped = {(p.id, f"cheats/{path.stem}") for p, path in CHEATS
-               if p.id in {"puzzle9", "puzzle10", "puzzle11", "puzzle15", "puzzle17"}}
-    assert shipped == {c for c in shipped if graded.count(c) >= 3} | KERNEL_CHEATS_OWED
+               if p.id in {"puzzle1", "puzzle2", "puzzle3", "puzzle9", "puzzle10", "puzzle11", "puzzle15", "puzzle17"}}
+    assert {c for c in shipped if graded.count(c) >= 3} == shipped - CHEATS_OWED
+    assert CHEATS_OWED <= shipped and set(graded) <= shipped
     for grade in recorded["grades"]:
         bronze = get_puzzle(grade["puzzle"]).tiers[0].min_speedup
         refused = " ".join(grade["refused_by"])
         assert grade["tier"] == "", grade
-        if grade["which"] == "cheats/reads_which_call_is_checked":
-            assert "timed calls checked" in refused, refused
+        if grade["which"] in CLASS_WORDS:
+            assert "correctness: Output differs" in refused and CLASS_WORDS[grade["which"]] in refused, refused
         else:
             assert grade["speedups"]["baseline"] < bronze, grade
         if grade["which"] == "cheats/runs_a_tail_past_the_clock":
