@@ -15,15 +15,19 @@ import torch
 from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 
-PUZZLE = get_puzzle("puzzle14")
+PUZZLE = get_puzzle("puzzle14", drafts=True)
 KERNELS = ["baseline.py", "solution/workload.py", "alternatives/lanes_share_a_candidate.py"]
 
 
-def _calibrated(weights: dict, scores: torch.Tensor, tenant: torch.Tensor) -> torch.Tensor:
-    """The tenants' curves in float64 on the CPU: each candidate's sum over its own tenant's terms."""
-    t = tenant.long()
-    u, b, v = (weights[k].double()[t] for k in ("u", "b", "v"))  # [n, MAX_RANK], zero past each rank
-    return (v * torch.tanh(scores.double()[:, None] * u + b)).sum(1)
+def _calibrated(weights: dict, x: torch.Tensor, tenant: torch.Tensor) -> torch.Tensor:
+    """The tenants' curves in float64 on the CPU: each candidate's sum over its own tenant's units (zero past its
+    rank), a tenant at a time."""
+    out = torch.zeros(len(x), dtype=torch.float64)
+    for t in range(weights["u"].shape[0]):
+        mine = tenant == t
+        u, b, v = (weights[k][t].double() for k in ("u", "b", "v"))
+        out[mine] = torch.tanh(x[mine].double() @ u.T + b) @ v
+    return out
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
@@ -44,9 +48,10 @@ def test_almost_every_warp_in_arrival_order_holds_a_candidate_of_the_longest_cur
     every warp of 32 neighbours waiting on a rank-512 lane (1 - (7/8)^32 = 98.6%)."""
     spec = puzzle_file(PUZZLE, "spec.py")
     monkeypatch.setattr(spec, "TOKENS", 1 << 16)
-    scores, tenant = spec.make_input(1, "cpu")
+    x, tenant = spec.make_input(1, "cpu")
     ranks = torch.tensor(spec.RANKS)[tenant.long()]
-    assert scores.dtype == torch.float32 and tenant.dtype == torch.int32 and len(torch.unique(tenant)) == 8
+    assert x.dtype == torch.float32 and x.shape == (1 << 16, 8) and x.is_contiguous()
+    assert tenant.dtype == torch.int32 and len(torch.unique(tenant)) == 8
     assert abs(ranks.double().mean().item() - 80) < 2
     warps = ranks.view(-1, 32)
     assert (warps.max(1).values == 512).double().mean().item() > 0.97
@@ -60,13 +65,13 @@ def test_every_term_counts_and_none_past_a_tenants_rank(monkeypatch):
     ranks = w["ranks"].tolist()
     assert ranks == list(spec.RANKS)
     for t, r in enumerate(ranks):
-        assert not w["v"][t, r:].any() and w["v"][t, r - 1] != 0
+        assert not w["v"][t, r:].any() and not w["u"][t, r:].any() and w["v"][t, r - 1] != 0
     # A curve cut to its first half misses by far more than the tolerance: the tail is not negligible.
     monkeypatch.setattr(spec, "TOKENS", 4096)
-    scores, tenant = spec.make_input(3, "cpu")
-    full = _calibrated(w, scores, tenant)
+    x, tenant = spec.make_input(3, "cpu")
+    full = _calibrated(w, x, tenant)
     half = dict(w, v=w["v"] * (torch.arange(spec.MAX_RANK) < torch.tensor(ranks)[:, None] // 2))
-    cut = _calibrated(half, scores, tenant)
+    cut = _calibrated(half, x, tenant)
     assert relative_l2(cut, full) > 1000 * PUZZLE.correctness.max_rel_l2
 
 
@@ -76,16 +81,16 @@ def test_the_reference_puts_every_result_back_in_its_arrival_slot(monkeypatch):
     spec, reference = puzzle_file(PUZZLE, "spec.py"), puzzle_file(PUZZLE, "solution/workload.py")
     monkeypatch.setattr(spec, "TOKENS", 1 << 14)
     w = spec.make_weights(4, "cpu")
-    scores, tenant = spec.make_input(5, "cpu")
+    x, tenant = spec.make_input(5, "cpu")
 
     class Maths:  # the kernel's run(), in float64 on the CPU
         @staticmethod
-        def run(s, t, u, b, v, ranks):
+        def run(xs, t, u, b, v, ranks):
             assert torch.equal(t, torch.sort(t, stable=True).values)  # it is handed the sorted order
-            return _calibrated({"u": u, "b": b, "v": v}, s, t).float()
+            return _calibrated({"u": u, "b": b, "v": v}, xs, t).float()
 
-    got = reference.forward({"kernel": Maths, **w}, (scores, tenant))
-    assert torch.allclose(got.double(), _calibrated(w, scores, tenant), rtol=1e-6, atol=1e-6)
+    got = reference.forward({"kernel": Maths, **w}, (x, tenant))
+    assert torch.allclose(got.double(), _calibrated(w, x, tenant), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.gpu
@@ -101,6 +106,8 @@ def test_every_style_calibrates_every_candidate(workload):
     assert rel < PUZZLE.correctness.max_rel_l2
 
 
+@pytest.mark.skipif(PUZZLE.draft != "", reason="redesigned (issue 37): its recordings are the one-score scene's until "
+                                             "the H100 records this one")
 def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     """What the hints send the learner to find (recorded on an H200, MEASUREMENTS.md): one kernel, the SMs busy
     and DRAM idle, and about 5 threads at work a warp instruction (32 x 80 / 512) against the sorted order's 31."""
@@ -109,7 +116,6 @@ def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     from tutor.metrics import ProfileMetrics
     from tutor.profilers import ncu
 
-    assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "calibrate" and recorded.kernels[0]["share"] > 0.99
     baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
@@ -118,3 +124,17 @@ def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     assert baseline["ncu.sm_throughput_pct"] > 80 and baseline["ncu.dram_throughput_pct"] < 5
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]
     assert reference[cited] > 5 * baseline[cited]
+
+
+def test_no_table_of_the_curves_answers_a_candidate(monkeypatch):
+    """Issue 37: with one score a candidate, a tenant's curve was a function of one number that prepare() could
+    tabulate. Over 8 features the best table that fits (cheats/tabulates_the_curves: one a feature, summed)
+    misses every candidate by far more than the tolerance."""
+    spec = puzzle_file(PUZZLE, "spec.py")
+    cheat = puzzle_file(PUZZLE, "cheats/tabulates_the_curves.py")
+    monkeypatch.setattr(spec, "TOKENS", 1 << 14)
+    w = spec.make_weights(6, "cpu")
+    x, tenant = spec.make_input(7, "cpu")
+    rel = relative_l2(cheat.forward(cheat.prepare(w, "cpu"), (x, tenant)).double(), _calibrated(w, x, tenant))
+    print(f"the additive table's relative L2: {rel:.2e}")
+    assert rel > 1000 * PUZZLE.correctness.max_rel_l2

@@ -10,19 +10,27 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 KERNEL = r"""
-constexpr int THREADS = 256, WARPS = THREADS / 32, MAX_RANK = 512;
+constexpr int THREADS = 256, WARPS = THREADS / 32, MAX_RANK = 512, DIM = 8;
 
 __global__ void __launch_bounds__(THREADS)
-calibrate(const float* __restrict__ scores, const int* __restrict__ tenant, const float* __restrict__ u,
+calibrate(const float* __restrict__ x, const int* __restrict__ tenant, const float* __restrict__ u,
           const float* __restrict__ b, const float* __restrict__ v, const int* __restrict__ ranks,
           float* __restrict__ out, int n) {
     int i = blockIdx.x * WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;  // warp w of the block: candidate i
     if (i >= n) return;  // i is the warp's: its lanes leave together
     int t = tenant[i], r = ranks[t];
-    const float *ut = u + t * MAX_RANK, *bt = b + t * MAX_RANK, *vt = v + t * MAX_RANK;
-    float s = scores[i], acc = 0.f;
-    for (int k = lane; k < r; k += 32)  // the same trip count for every lane but the last turn's tail
-        acc = fmaf(vt[k], tanhf(fmaf(s, ut[k], bt[k])), acc);
+    const float4* xi = reinterpret_cast<const float4*>(x + (long long)i * DIM);
+    float4 x0 = xi[0], x1 = xi[1];  // the candidate's 8 features, the same for every lane (a broadcast)
+    const float4* ut = reinterpret_cast<const float4*>(u + (long long)t * MAX_RANK * DIM);
+    const float *bt = b + t * MAX_RANK, *vt = v + t * MAX_RANK;
+    float acc = 0.f;
+    for (int k = lane; k < r; k += 32) {  // the same trip count for every lane but the last turn's tail
+        float4 u0 = ut[2 * k], u1 = ut[2 * k + 1];
+        float z = bt[k];
+        z = fmaf(x0.x, u0.x, z); z = fmaf(x0.y, u0.y, z); z = fmaf(x0.z, u0.z, z); z = fmaf(x0.w, u0.w, z);
+        z = fmaf(x1.x, u1.x, z); z = fmaf(x1.y, u1.y, z); z = fmaf(x1.z, u1.z, z); z = fmaf(x1.w, u1.w, z);
+        acc = fmaf(vt[k], tanhf(z), acc);
+    }
     for (int offset = 16; offset > 0; offset /= 2)
         acc += __shfl_down_sync(0xffffffffu, acc, offset);
     if (lane == 0) out[i] = acc;
@@ -30,18 +38,18 @@ calibrate(const float* __restrict__ scores, const int* __restrict__ tenant, cons
 """
 
 LAUNCHER = r"""
-torch::Tensor run(torch::Tensor scores, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, torch::Tensor v,
+torch::Tensor run(torch::Tensor x, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, torch::Tensor v,
                   torch::Tensor ranks) {
-    int n = scores.size(0);
-    auto out = torch::empty_like(scores);
-    calibrate<<<(n + WARPS - 1) / WARPS, THREADS>>>(scores.data_ptr<float>(), tenant.data_ptr<int>(),
+    int n = x.size(0);
+    auto out = torch::empty({n}, x.options());
+    calibrate<<<(n + WARPS - 1) / WARPS, THREADS>>>(x.data_ptr<float>(), tenant.data_ptr<int>(),
         u.data_ptr<float>(), b.data_ptr<float>(), v.data_ptr<float>(), ranks.data_ptr<int>(),
         out.data_ptr<float>(), n);
     return out;
 }
 """
 
-DECLARATION = ("torch::Tensor run(torch::Tensor scores, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, "
+DECLARATION = ("torch::Tensor run(torch::Tensor x, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, "
                "torch::Tensor v, torch::Tensor ranks);")
 
 
@@ -58,5 +66,5 @@ def prepare(weights: dict, device: str):
 
 
 def forward(state: dict, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    scores, tenant = batch
-    return state["kernel"].run(scores, tenant, state["u"], state["b"], state["v"], state["ranks"])
+    x, tenant = batch
+    return state["kernel"].run(x, tenant, state["u"], state["b"], state["v"], state["ranks"])

@@ -1,6 +1,6 @@
 """The candidates sorted by tenant, as the reference does, and calibrated by a Triton kernel: a program
 takes 128 neighbouring candidates (one tenant's, but at a boundary) and loops to the longest curve among
-them, the terms past a candidate's own rank masked out. Triton has no divergent branch to take: sorted,
+them, the units past a candidate's own rank masked out. Triton has no divergent branch to take: sorted,
 its blocks loop as long as their one tenant needs; in arrival order every block would loop 512 times.
 """
 
@@ -13,19 +13,21 @@ BLOCK = 128
 
 
 @triton.jit
-def _calibrate(scores, tenant, u, b, v, ranks, out, n, MAX_RANK: tl.constexpr, BLOCK: tl.constexpr):
+def _calibrate(x, tenant, u, b, v, ranks, out, n, MAX_RANK: tl.constexpr, DIM: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    dims = tl.arange(0, DIM)
     inside = offs < n
-    s = tl.load(scores + offs, mask=inside, other=0.0)
+    xs = tl.load(x + offs[:, None] * DIM + dims[None, :], mask=inside[:, None], other=0.0)  # [BLOCK, DIM]
     t = tl.load(tenant + offs, mask=inside, other=0)
     r = tl.load(ranks + t, mask=inside, other=0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for k in range(0, tl.max(r, axis=0)):  # the block's longest curve
         live = k < r
-        uk = tl.load(u + t * MAX_RANK + k, mask=live, other=0.0)
-        bk = tl.load(b + t * MAX_RANK + k, mask=live, other=0.0)
-        vk = tl.load(v + t * MAX_RANK + k, mask=live, other=0.0)
-        acc += vk * libdevice.tanh(s * uk + bk)
+        unit = t * MAX_RANK + k
+        uk = tl.load(u + unit[:, None] * DIM + dims[None, :], mask=live[:, None], other=0.0)
+        bk = tl.load(b + unit, mask=live, other=0.0)
+        vk = tl.load(v + unit, mask=live, other=0.0)
+        acc += vk * libdevice.tanh(tl.sum(xs * uk, axis=1) + bk)
     tl.store(out + offs, acc, mask=inside)
 
 
@@ -34,12 +36,13 @@ def prepare(weights: dict, device: str):
 
 
 def forward(state: dict, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    scores, tenant = batch
+    x, tenant = batch
     order = torch.argsort(tenant, stable=True)
-    grouped = torch.empty_like(scores)
-    n = scores.numel()
-    _calibrate[(triton.cdiv(n, BLOCK),)](scores[order], tenant[order], state["u"], state["b"], state["v"],
-                                         state["ranks"], grouped, n, MAX_RANK=state["u"].shape[1], BLOCK=BLOCK)
+    n, dim = x.shape
+    grouped = torch.empty(n, dtype=x.dtype, device=x.device)
+    _calibrate[(triton.cdiv(n, BLOCK),)](x[order], tenant[order], state["u"], state["b"], state["v"],
+                                         state["ranks"], grouped, n, MAX_RANK=state["u"].shape[1], DIM=dim,
+                                         BLOCK=BLOCK)
     out = torch.empty_like(grouped)
     out[order] = grouped
     return out

@@ -10,36 +10,44 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 KERNEL = r"""
-constexpr int THREADS = 256, MAX_RANK = 512;
+constexpr int THREADS = 256, MAX_RANK = 512, DIM = 8;
 
 __global__ void __launch_bounds__(THREADS)
-calibrate(const float* __restrict__ scores, const int* __restrict__ tenant, const float* __restrict__ u,
+calibrate(const float* __restrict__ x, const int* __restrict__ tenant, const float* __restrict__ u,
           const float* __restrict__ b, const float* __restrict__ v, const int* __restrict__ ranks,
           float* __restrict__ out, int n) {
     int i = blockIdx.x * THREADS + threadIdx.x;
     if (i >= n) return;
     int t = tenant[i];
-    const float *ut = u + t * MAX_RANK, *bt = b + t * MAX_RANK, *vt = v + t * MAX_RANK;
-    float s = scores[i], acc = 0.f;
-    for (int k = 0; k < ranks[t]; ++k)  // this lane's trip count: its tenant's rank
-        acc = fmaf(vt[k], tanhf(fmaf(s, ut[k], bt[k])), acc);
+    const float4* xi = reinterpret_cast<const float4*>(x + (long long)i * DIM);
+    float4 x0 = xi[0], x1 = xi[1];  // this candidate's 8 features
+    const float4* ut = reinterpret_cast<const float4*>(u + (long long)t * MAX_RANK * DIM);
+    const float *bt = b + t * MAX_RANK, *vt = v + t * MAX_RANK;
+    float acc = 0.f;
+    for (int k = 0; k < ranks[t]; ++k) {  // this lane's trip count: its tenant's rank
+        float4 u0 = ut[2 * k], u1 = ut[2 * k + 1];
+        float z = bt[k];
+        z = fmaf(x0.x, u0.x, z); z = fmaf(x0.y, u0.y, z); z = fmaf(x0.z, u0.z, z); z = fmaf(x0.w, u0.w, z);
+        z = fmaf(x1.x, u1.x, z); z = fmaf(x1.y, u1.y, z); z = fmaf(x1.z, u1.z, z); z = fmaf(x1.w, u1.w, z);
+        acc = fmaf(vt[k], tanhf(z), acc);
+    }
     out[i] = acc;
 }
 """
 
 LAUNCHER = r"""
-torch::Tensor run(torch::Tensor scores, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, torch::Tensor v,
+torch::Tensor run(torch::Tensor x, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, torch::Tensor v,
                   torch::Tensor ranks) {
-    int n = scores.size(0);
-    auto out = torch::empty_like(scores);
-    calibrate<<<(n + THREADS - 1) / THREADS, THREADS>>>(scores.data_ptr<float>(), tenant.data_ptr<int>(),
+    int n = x.size(0);
+    auto out = torch::empty({n}, x.options());
+    calibrate<<<(n + THREADS - 1) / THREADS, THREADS>>>(x.data_ptr<float>(), tenant.data_ptr<int>(),
         u.data_ptr<float>(), b.data_ptr<float>(), v.data_ptr<float>(), ranks.data_ptr<int>(),
         out.data_ptr<float>(), n);
     return out;
 }
 """
 
-DECLARATION = ("torch::Tensor run(torch::Tensor scores, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, "
+DECLARATION = ("torch::Tensor run(torch::Tensor x, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, "
                "torch::Tensor v, torch::Tensor ranks);")
 
 
@@ -56,9 +64,9 @@ def prepare(weights: dict, device: str):
 
 
 def forward(state: dict, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    scores, tenant = batch
+    x, tenant = batch
     order = torch.argsort(tenant, stable=True)  # candidates grouped by tenant, arrival order kept within one
-    grouped = state["kernel"].run(scores[order], tenant[order], state["u"], state["b"], state["v"], state["ranks"])
+    grouped = state["kernel"].run(x[order], tenant[order], state["u"], state["b"], state["v"], state["ranks"])
     out = torch.empty_like(grouped)
     out[order] = grouped  # each result back where its candidate arrived
     return out
