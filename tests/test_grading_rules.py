@@ -31,7 +31,7 @@ H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_2026
 # Issue 14's puzzles, each graded on the H100 as it was measured (its MEASUREMENTS.md; benchmarks/grades_fixture.py
 # wrote them): 4-8 grades a solution, fewer than issue 13's ten, and the GPU clock taken from an idle GPU where a
 # forward() waits for the GPU, as it must be.
-# Every GH100 grade on record, by puzzle: a puzzle re-graded later (puzzle4's and puzzle8's new weights) has
+# Every GH100 grade on record, by puzzle: a puzzle re-graded later (puzzle4's new weights) has
 # a second file, and both count; so do grades from an H200 (the H100's SMs and clocks, more HBM), named so, and
 # the multi-GPU puzzles' from 2 x H200 (h200x2_...), the host issue 18 names for them.
 GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_grades_puzzle*_*.json"))

@@ -1,9 +1,10 @@
-"""puzzle8, The stop words read between the steps, as far as the CPU can check it: a word is a stop word
-exactly when its token is one (what the set lookup and the GPU table rely on); every sequence meets its
-stop word and the batch ends mid-way; greedy choices never hang on rounding; the host-run styles give
-the baseline's tokens exactly; its H100 recording shows the long host (its folder:
-tests/test_dev_check.py). The tiers were set on the H100 (MEASUREMENTS.md); the graphed reference and
-the pinned overlap are the GPU's to test.
+"""puzzle8, The stop words read between the steps, as far as the CPU can check it: a word is a stop word exactly
+when its token is one (what the set lookup and the GPU table rely on); every sequence meets its stop word and the
+batch ends mid-way; greedy choices never hang on rounding, and the memory never changes one; the memory makes
+every score depend on the prompt drawn at grade time and every step before it, so no table built in prepare()
+answers a call; a sequence stopped a step late misses the tolerance; the host-run styles and the reference's
+steps run eagerly give the baseline's scores. Its scene was redesigned (issue 37: the tokens follow a public ring,
+so they were answerable by table): its tiers and recordings are measured again before it ships (MEASUREMENTS.md).
 """
 
 from __future__ import annotations
@@ -11,20 +12,26 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import puzzle_file
+from conftest import puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 
-PUZZLE = get_puzzle("puzzle8")
+PUZZLE = get_puzzle("puzzle8", drafts=True)
+TOLERANCE = PUZZLE.correctness.max_rel_l2
+NARROW = {"HIDDEN": 256, "FFN": 1024}  # a quarter of the width: the same ring, words and prompts, 4x faster
 
 
-def module(relative: str):
-    return puzzle_file(PUZZLE, relative)
+def module(relative: str, sizes: dict | None = None):
+    return puzzle_file(PUZZLE, relative, sizes)
 
 
 SPEC = module("spec.py")
 
 
+def stop_steps(spec, prompts: torch.Tensor) -> torch.Tensor:
+    """The step at which each sequence emits its stop word, from its start token's place on the ring."""
+    positions = torch.argsort(spec.ORDER)[prompts[:, -1]]
+    return spec.STOP_EVERY - 2 - positions % spec.STOP_EVERY
 
 
 def test_a_word_is_a_stop_word_exactly_when_its_token_is_a_stop_token():
@@ -39,49 +46,157 @@ def test_a_word_is_a_stop_word_exactly_when_its_token_is_a_stop_token():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_every_sequence_meets_its_stop_word_and_the_batch_ends_mid_way(seed):
-    tokens = SPEC.make_input(seed, "cpu")
-    positions = torch.argsort(SPEC.ORDER)[tokens]  # each prompt's place on the ring
-    ends = SPEC.STOP_EVERY - 2 - positions % SPEC.STOP_EVERY  # the step at which it emits a stop word
+    prompts = SPEC.make_input(seed, "cpu")
+    assert prompts.shape == (SPEC.BATCH, SPEC.PROMPT) and prompts.dtype == torch.long
+    ends = stop_steps(SPEC, prompts)
     assert int(ends.min()) >= 0 and SPEC.STEPS // 4 <= int(ends.max()) <= 3 * SPEC.STEPS // 4
+    positions = torch.argsort(SPEC.ORDER)[prompts[:, -1]]
     assert len(set((positions // SPEC.STOP_EVERY).tolist())) == SPEC.BATCH  # no two share a stretch of the ring
 
 
+def decode(spec, baseline, weights: dict, prompts: torch.Tensor, steps: int, read_prompt: bool = True):
+    """The baseline's steps, all of them, keeping what forward() does not return: each step's tokens and scores."""
+    memory = torch.zeros(prompts.shape[0], spec.MEMORY)
+    for j in range(prompts.shape[1] - 1 if read_prompt else 0):
+        _, _, memory = baseline.step(weights, prompts[:, j], memory)
+    tokens, chosen, scores = prompts[:, -1], [], []
+    for _ in range(steps):
+        tokens, score, memory = baseline.step(weights, tokens, memory)
+        chosen.append(tokens)
+        scores.append(score)
+    return torch.stack(chosen, 1), torch.stack(scores, 1)
+
+
 def test_greedy_choices_do_not_hang_on_rounding():
-    """In float32 the successor leads the runner-up by hundreds; the bf16 step chooses the same."""
-    weights, tokens = SPEC.make_weights(5, "cpu"), SPEC.make_input(11, "cpu")
+    """At the real width, in float32 with the memory read back, the successor leads the runner-up by hundreds;
+    the bf16 step chooses the same."""
+    baseline = module("baseline.py")
+    weights, prompts = SPEC.make_weights(5, "cpu"), SPEC.make_input(11, "cpu")
     wide = {k: v.float() for k, v in weights.items() if isinstance(v, torch.Tensor)}
-    h = wide["embed"][tokens]
-    logits = (h + torch.relu(h @ wide["w1"].T) @ wide["w2"].T) @ wide["out"].T
-    top2 = logits.topk(2).values
-    assert (top2[:, 0] - top2[:, 1] > 200).all()
-    assert torch.equal(module("baseline.py").step(weights, tokens), logits.argmax(-1))
+    memory, tokens = torch.zeros(SPEC.BATCH, SPEC.MEMORY), prompts[:, -1]
+    for j in range(SPEC.PROMPT - 1):
+        _, _, memory = baseline.step(weights, prompts[:, j], memory)
+    for _ in range(12):
+        h = wide["embed"][tokens] + (memory @ wide["mix"])[:, :SPEC.HIDDEN]
+        logits = (h + torch.relu(h @ wide["w1"].T) @ wide["w2"].T) @ wide["out"].T
+        top2 = logits.topk(2).values
+        assert (top2[:, 0] - top2[:, 1] > 200).all()
+        chosen, _, memory = baseline.step(weights, tokens, memory)
+        assert torch.equal(chosen, logits.argmax(-1))
+        tokens = chosen
 
 
 @pytest.fixture(scope="module")
-def narrow_decode():
-    """The scene at a quarter of its width (hidden 256, MLP 1024): the same ring, words, stop words and prompts, a
-    decode 4x faster on a CPU (its bf16 matmuls were 16 s a call). Its weights, an input, the baseline's tokens."""
-    spec = puzzle_file(PUZZLE, "spec.py", {"HIDDEN": 256, "FFN": 1024})
-    weights, tokens = spec.make_weights(9, "cpu"), spec.make_input(3, "cpu")
-    baseline = module("baseline.py")
-    expected = baseline.forward(baseline.prepare(weights, "cpu"), tokens)
-    positions = torch.argsort(spec.ORDER)[tokens]  # each sequence still ends at its stop word: the ring holds
-    assert torch.equal((expected != spec.PAD).sum(1), spec.STOP_EVERY - 1 - positions % spec.STOP_EVERY)
-    return weights, tokens, expected
+def narrow():
+    """The scene at a quarter of its width: its spec, baseline, weights, an input and the baseline's scores."""
+    spec, baseline = module("spec.py", NARROW), module("baseline.py", NARROW)
+    weights, prompts = spec.make_weights(9, "cpu"), spec.make_input(3, "cpu")
+    expected = baseline.forward(baseline.prepare(weights, "cpu"), prompts)
+    return spec, baseline, weights, prompts, expected
+
+
+def test_each_sequence_scores_up_to_its_stop_word_and_nothing_after(narrow):
+    spec, _, _, prompts, expected = narrow
+    assert expected.shape == (spec.BATCH, spec.STEPS) and expected.dtype == torch.float32
+    assert torch.equal((expected != 0).sum(1), stop_steps(spec, prompts) + 1)
+    assert float(expected[expected != 0].min()) > 0.2  # every score a whole one: 1 plus a read-out of tanh's
+
+
+def test_the_memory_never_changes_a_choice(narrow):
+    """Tokens with the memory read back are the tokens without it: the ring decides, as spec.ORDER says."""
+    spec, baseline, weights, prompts, _ = narrow
+    unread = {**weights, "mix": torch.cat([torch.zeros_like(weights["mix"][:, :spec.HIDDEN]),
+                                           weights["mix"][:, spec.HIDDEN:]], dim=1)}
+    tokens, _ = decode(spec, baseline, weights, prompts, steps=40)
+    assert torch.equal(tokens, decode(spec, baseline, unread, prompts, steps=40)[0])
+    ring = torch.argsort(spec.ORDER)
+    assert torch.equal(ring[tokens[:, 0]], (ring[prompts[:, -1]] + 1) % spec.VOCAB)
+
+
+def test_no_table_answers_a_call(narrow):
+    """What a table built in prepare() could hold misses by far more than the tolerance: the scores of a memory
+    that never read the prompt (each start token's decode, tabulated: cheats/tabulates_the_ring does it), and
+    scores that skip the memory (1 for every token up to its stop word)."""
+    spec, baseline, weights, prompts, expected = narrow
+    _, scores = decode(spec, baseline, weights, prompts, steps=spec.STEPS)
+    _, unprompted = decode(spec, baseline, weights, prompts, steps=spec.STEPS, read_prompt=False)
+    live = expected != 0
+    assert relative_l2(unprompted * live, expected) > 5 * TOLERANCE
+    assert relative_l2(live.float(), expected) > 5 * TOLERANCE
+    assert torch.equal(scores * live, expected)
+
+
+def test_a_sequence_stopped_a_step_late_or_early_misses_the_tolerance(narrow):
+    """Every sequence's stop matters: one score more, or one fewer, in one sequence of 64 reads outside it."""
+    spec, baseline, weights, prompts, expected = narrow
+    _, scores = decode(spec, baseline, weights, prompts, steps=spec.STEPS)
+    ends = stop_steps(spec, prompts)
+    for b in (int(ends.argmin()), int(ends.argmax())):
+        late, early = expected.clone(), expected.clone()
+        late[b, ends[b] + 1] = scores[b, ends[b] + 1]
+        early[b, ends[b]] = 0
+        assert relative_l2(late, expected) > 2 * TOLERANCE and relative_l2(early, expected) > 2 * TOLERANCE
+
+
+def test_an_honest_order_of_sums_stays_well_inside_the_tolerance(narrow):
+    """Every step in float32 instead of bf16 (a larger difference than any honest kernel's order of sums makes):
+    the scores move by under a tenth of the tolerance puzzle.toml sets."""
+    spec, baseline, weights, prompts, expected = narrow
+    wide = {k: (v.float() if isinstance(v, torch.Tensor) else v) for k, v in weights.items()}
+    step = baseline.step
+
+    def wide_step(w, tokens, memory):
+        mixed = memory @ w["mix"]
+        h = w["embed"][tokens] + mixed[:, :spec.HIDDEN]
+        h = h + torch.relu(h @ w["w1"].T) @ w["w2"].T
+        memory = torch.tanh(mixed[:, spec.HIDDEN:] + h @ w["write"])
+        return (h @ w["out"].T).argmax(dim=-1), 1 + memory @ w["gate"], memory
+
+    baseline.step = wide_step
+    try:
+        wide_out = baseline.forward(baseline.prepare(wide, "cpu"), prompts)
+    finally:
+        baseline.step = step
+    assert 0 < relative_l2(wide_out, expected) < TOLERANCE / 10
 
 
 @pytest.mark.parametrize("workload", ["alternatives/decode_then_detokenize.py", "alternatives/stop_set.py",
                                       "alternatives/stop_table_eager.py"])
-def test_the_host_runnable_styles_give_the_baselines_tokens(workload, narrow_decode):
-    weights, tokens, expected = narrow_decode
-    other = module(workload)
-    assert torch.equal(other.forward(other.prepare(weights, "cpu"), tokens), expected)
-    assert int((expected == SPEC.PAD).sum()) > 0  # the output is masked after each stop word
+def test_the_host_runnable_styles_give_the_baselines_scores(workload, narrow):
+    _, _, weights, prompts, expected = narrow
+    other = module(workload, {"HIDDEN": 256})
+    assert torch.equal(other.forward(other.prepare(weights, "cpu"), prompts), expected)
 
 
+def test_the_references_graphed_parts_give_the_baselines_scores_eagerly(narrow):
+    """The prompt's read and the chunks the reference captures, run eagerly on the CPU as its forward() replays
+    them, on a state the call before (a longer one) left: the baseline's scores, zeros past each stop included."""
+    spec, _, weights, _, _ = narrow
+    reference, baseline = module("solution/workload.py", {"HIDDEN": 256}), module("baseline.py", NARROW)
+    state = {"w": weights, "is_stop": torch.zeros(spec.VOCAB, dtype=torch.bool),
+             "prompts": torch.zeros(spec.BATCH, spec.PROMPT, dtype=torch.long),
+             "tokens": torch.zeros(spec.BATCH, dtype=torch.long), "memory": torch.zeros(spec.BATCH, spec.MEMORY),
+             "out": torch.zeros(spec.BATCH, spec.STEPS), "ends": torch.zeros(spec.BATCH, dtype=torch.long),
+             "done": torch.zeros((), dtype=torch.bool), "steps": torch.arange(spec.STEPS)}
+    index = {word: t for t, word in enumerate(weights["words"])}
+    state["is_stop"][[index[word] for word in weights["stop_words"]]] = True
+    calls = sorted((spec.make_input(seed, "cpu") for seed in range(6)), key=lambda p: -int(stop_steps(spec, p).max()))
+    for prompts in calls[:1] + calls[-1:]:  # the longest call, then the shortest
+        state["prompts"].copy_(prompts)
+        state["out"].zero_()
+        reference.read_prompt(state)
+        for start in range(0, spec.STEPS, reference.CHUNK):
+            reference.chunk(state, start)
+            if state["done"]:
+                break
+        got = state["out"].masked_fill(state["steps"] > state["ends"][:, None], 0.0)
+        assert torch.equal(got, baseline.forward(baseline.prepare(weights, "cpu"), prompts))
+
+
+@pytest.mark.skipif(PUZZLE.draft != "", reason="redesigned (issue 37): its recording is the token scene's until "
+                                             "the H100 records this one")
 def test_its_recording_shows_a_host_twenty_times_longer_than_the_gpu():
     """What the story asks the learner to find: the search, not the GPU, is the long side."""
-    assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text()).values
     assert recorded["cpu.time_per_iter_us"] > 20 * recorded["gpu.time_per_iter_us"]
     assert recorded["gpu.busy_fraction"] < 0.1 and recorded["sync.calls_per_iter"] >= SPEC.STEPS // 4
@@ -89,21 +204,23 @@ def test_its_recording_shows_a_host_twenty_times_longer_than_the_gpu():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("workload", ["solution/workload.py", "alternatives/overlapped_host.py"])
-def test_the_gpu_styles_give_the_baselines_tokens(workload):
+def test_the_gpu_styles_give_the_baselines_scores(workload):
     baseline, other = module("baseline.py"), module(workload)
     weights = SPEC.make_weights(3, "cuda")
     mine, theirs = other.prepare(weights, "cuda"), baseline.prepare(weights, "cuda")
     for seed in (4, 5):  # twice: the second call starts from the state the first left
-        tokens = SPEC.make_input(seed, "cuda")
-        assert torch.equal(other.forward(mine, tokens), baseline.forward(theirs, tokens))
+        prompts = SPEC.make_input(seed, "cuda")
+        rel = relative_l2(other.forward(mine, prompts), baseline.forward(theirs, prompts))
+        print(workload, f"relative L2 {rel:.2e}")
+        assert rel < TOLERANCE / 10
 
 
 def test_only_a_step_that_runs_the_mlp_finds_the_next_token():
     """A step that skipped the MLP (the embedding against the output projection) would pick other tokens:
     dropping the model's work cannot pass for the same decoding."""
     weights = SPEC.make_weights(6, "cpu")
-    tokens = SPEC.ORDER[:512]
-    successors = SPEC.ORDER[1:513]
-    assert torch.equal(module("baseline.py").step(weights, tokens), successors)
+    tokens, successors = SPEC.ORDER[:512], SPEC.ORDER[1:513]
+    chosen, _, _ = module("baseline.py").step(weights, tokens, torch.zeros(len(tokens), SPEC.MEMORY))
+    assert torch.equal(chosen, successors)
     skipped = (weights["embed"][tokens].float() @ weights["out"].float().T).argmax(-1)
     assert (skipped == successors).float().mean() < 0.01

@@ -1,11 +1,12 @@
-"""Greedy decoding with stop words as a first server writes it: after every step, the new tokens come to
-the host, are detokenised, and each sequence's text is searched for a stop word before the next step."""
+"""Greedy decoding with stop words as a first server writes it: the prompt read a token at a time, then after
+every step the new tokens come to the host, are detokenised, and each sequence's text is searched for a stop
+word before the next step. Each token's score is returned, 0 after its sequence's stop word."""
 
 import re
 
 import torch
 
-STEPS, PAD = 64, -1
+STEPS, MEMORY, HIDDEN = 64, 256, 1024
 
 
 def prepare(weights: dict, device: str):
@@ -13,19 +14,26 @@ def prepare(weights: dict, device: str):
     return {**weights, "stop": stop}
 
 
-def step(w: dict, tokens: torch.Tensor) -> torch.Tensor:
-    h = w["embed"][tokens]
-    h = h + torch.relu(h @ w["w1"].T) @ w["w2"].T
-    return (h @ w["out"].T).argmax(dim=-1)
+def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
+    """One token of each sequence in: the next token, its score and the memory after it."""
+    mixed = memory @ w["mix"]  # the memory's read-back and its rotation, in one product
+    h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
+    h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
+    tokens = (h @ w["out"].T).argmax(dim=-1)
+    memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
+    return tokens, 1 + memory @ w["gate"], memory
 
 
-def forward(w: dict, tokens: torch.Tensor) -> torch.Tensor:
-    out = torch.full((tokens.shape[0], STEPS), PAD, dtype=torch.long, device=tokens.device)
-    texts = [""] * tokens.shape[0]
-    ends = [STEPS] * tokens.shape[0]  # the step of each sequence's stop word
+def forward(w: dict, prompts: torch.Tensor) -> torch.Tensor:
+    memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
+    for j in range(prompts.shape[1] - 1):  # read the prompt: only the memory it leaves matters
+        _, _, memory = step(w, prompts[:, j], memory)
+    tokens = prompts[:, -1]
+    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
+    texts = [""] * prompts.shape[0]
+    ends = [STEPS] * prompts.shape[0]  # the step of each sequence's stop word
     for i in range(STEPS):
-        tokens = step(w, tokens)
-        out[:, i] = tokens
+        tokens, out[:, i], memory = step(w, tokens, memory)
         for b, t in enumerate(tokens.tolist()):  # the host waits for the step, then reads every new word
             if ends[b] == STEPS:
                 texts[b] += " " + w["words"][t]
@@ -34,4 +42,4 @@ def forward(w: dict, tokens: torch.Tensor) -> torch.Tensor:
         if max(ends) < STEPS:
             break
     after = torch.arange(STEPS, device=out.device) > torch.tensor(ends, device=out.device)[:, None]
-    return out.masked_fill(after, PAD)
+    return out.masked_fill(after, 0.0)

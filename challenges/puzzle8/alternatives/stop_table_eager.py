@@ -5,7 +5,7 @@ read of the tokens, one wait per chunk; the steps' kernels are launched one by o
 
 import torch
 
-STEPS, PAD, CHUNK = 64, -1, 8
+STEPS, MEMORY, HIDDEN, CHUNK = 64, 256, 1024, 8
 
 
 def prepare(weights: dict, device: str):
@@ -15,19 +15,31 @@ def prepare(weights: dict, device: str):
     return {"w": weights, "is_stop": is_stop, "steps": torch.arange(STEPS, device=device)}
 
 
-def step(w: dict, tokens: torch.Tensor) -> torch.Tensor:
-    h = w["embed"][tokens]
-    h = h + torch.relu(h @ w["w1"].T) @ w["w2"].T
-    return (h @ w["out"].T).argmax(dim=-1)
+def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
+    """One token of each sequence in: the next token, its score and the memory after it."""
+    mixed = memory @ w["mix"]  # the memory's read-back and its rotation, in one product
+    h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
+    h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
+    tokens = (h @ w["out"].T).argmax(dim=-1)
+    memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
+    return tokens, 1 + memory @ w["gate"], memory
 
 
-def forward(s: dict, tokens: torch.Tensor) -> torch.Tensor:
-    out = torch.full((tokens.shape[0], STEPS), PAD, dtype=torch.long, device=tokens.device)
-    ends = torch.full((tokens.shape[0],), STEPS, dtype=torch.long, device=tokens.device)
+def read_prompt(w: dict, prompts: torch.Tensor) -> torch.Tensor:
+    """The memory the prompt leaves (its choices unread): decoding starts from it and the prompt's last token."""
+    memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
+    for j in range(prompts.shape[1] - 1):
+        _, _, memory = step(w, prompts[:, j], memory)
+    return memory
+
+
+def forward(s: dict, prompts: torch.Tensor) -> torch.Tensor:
+    memory, tokens = read_prompt(s["w"], prompts), prompts[:, -1]
+    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
+    ends = torch.full((prompts.shape[0],), STEPS, dtype=torch.long, device=prompts.device)
     for i in range(STEPS):
-        tokens = step(s["w"], tokens)
-        out[:, i] = tokens
+        tokens, out[:, i], memory = step(s["w"], tokens, memory)
         ends.masked_fill_(s["is_stop"][tokens] & (ends == STEPS), i)
         if (i + 1) % CHUNK == 0 and bool((ends < STEPS).all()):  # one wait a chunk
             break
-    return out.masked_fill(s["steps"] > ends[:, None], PAD)
+    return out.masked_fill(s["steps"] > ends[:, None], 0.0)
