@@ -1,6 +1,7 @@
 """puzzle18, the serving puzzle (issue 18): its model decides greedy tokens by wide margins and through its
-cache, a trace arrives over time with heavy-tailed lengths, every server (and each cheat) gives every request
-its tokens on the CPU; its H100 recording and grades read here as there.
+cache, a trace arrives over time with heavy-tailed lengths, every server gives every request its tokens and their
+logits on the CPU; the cheats give the right tokens and no logits, or the wrong ones (issue 37); its H100
+recording and grades read here as there.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ def _chain(spec, seed: int, prompt: list[int], max_new: int) -> list[int]:
     return tokens
 
 
-def _decode_alone(spec, w: dict, prompt: list[int], steps: int, read_cache: bool = True):
+def _decode_alone(spec, w: dict, prompt: list[int], steps: int, read_cache: bool = True, logits: list | None = None):
     """One request decoded alone in bf16 as the servers compute a step: its tokens, and each step's lead of the
-    best logit over the next. Without `read_cache`, head 0's values are zeroed: the topic is never read."""
+    best logit over the next (each chosen token's logit in fp32 appended to `logits`). Without `read_cache`, head
+    0's values are zeroed: the topic is never read."""
     tokens, leads = list(prompt), []
     wv = w["wv"].clone()
     if not read_cache:
@@ -48,6 +50,8 @@ def _decode_alone(spec, w: dict, prompt: list[int], steps: int, read_cache: bool
         top = (hidden @ w["out"].T).float()[0].topk(2)
         leads.append(float(top.values[0] - top.values[1]))
         tokens.append(int(top.indices[0]))
+        if logits is not None:
+            logits.append(float(hidden.float()[0] @ w["out"][tokens[-1]].float()))
     return tokens[len(prompt):], leads
 
 
@@ -89,28 +93,63 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
     module = puzzle_file(P18, server_file)
     if hasattr(module, "CONTEXT"):
         monkeypatch.setattr(module, "CONTEXT", 128)  # the cache a CPU's share too: 40 + 24 positions at most
-    server = module.server(module.prepare(spec.make_weights(2, "cpu"), "cpu"))
+    weights = spec.make_weights(2, "cpu")
+    server = module.server(module.prepare(weights, "cpu"))
     served = serving.replay(serving.trace_of(spec.make_trace(5)), server.submit, server.step, limit_s=300)
     chains = {s.request.rid: _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served}
     wrong = [s.request.rid for s in served if s.tokens != chains[s.request.rid]]
     assert not wrong and sum(len(s.tokens) for s in served) > 12
+    # Each token's logit as one request decoded alone gives it: batched, padded, in another order, all the same.
+    alone, given = [], [logit for s in served for logit in s.logits]
+    for s in served:
+        _decode_alone(spec, weights, list(s.request.prompt), s.request.max_new, logits=alone)
+    assert None not in given and _rel_l2(given, alone) < P18.correctness.max_rel_l2 / 5
 
 
-@pytest.mark.parametrize("cheat", ["host_table", "gpu_table"])
-def test_puzzle18s_cheats_serve_every_right_token_without_the_model(cheat):
-    """The cheats a serving grade's floor is held against (cheats/, MEASUREMENTS.md): the successor map read off
-    the weights once, then a token a request a step from it, the model never run. The tokens are right and
-    come one a step, so correctness and the harness's rules pass them: on a GPU, host_table leaves it idle
-    (refused by the floor, tests/test_serving_floor.py), gpu_table runs a gather a step (not refused)."""
+def _rel_l2(got: list[float], expected: list[float]) -> float:
+    got, expected = torch.tensor(got, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64)
+    return float((got - expected).norm() / expected.norm())
+
+
+@pytest.mark.parametrize("cheat", ["host_table", "gpu_table", "skips_attention"])
+def test_puzzle18s_cheats_serve_every_right_token_and_are_refused_for_their_logits(monkeypatch, cheat):
+    """Issue 37's servers that do other work than the model's (cheats/): the successor map read off the weights
+    once, then a token a request a step from it; or the MLP and the output layer alone, the topic read from the
+    prompt. Every token is right and comes one a step, so token checks alone passed them (two read gold on the
+    H100). The tables give no logits; the server without attention gives logits 2% off: the grade's correctness
+    refuses each, as it passes the reference's."""
+    from tutor.grading.serving import check_serving_correctness
+    from tutor.harness import serving, serving_rounds
+
+    spec = puzzle_file(P18, "spec.py")
+    for name, value in (("REQUESTS", 12), ("RATE", 300.0), ("PROMPT_MAX", 40), ("OUTPUT_MAX", 24)):
+        monkeypatch.setattr(spec, name, value)
+    weights, trace = spec.make_weights(2, "cpu"), serving.trace_of(spec.make_trace(5))
+    replays = {}
+    for name, path in (("cheat", f"cheats/{cheat}.py"), ("oracle", "baseline.py")):
+        workload = puzzle_file(P18, path)
+        server = workload.server(workload.prepare(weights, "cpu"))
+        replays[name] = serving.replay(trace, server.submit, server.step, limit_s=300)
+    assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in replays["cheat"])
+    result = {"requests_checked": len(trace), "mismatches": 0, "mismatched": [], "pairs": [],
+              "logits": serving_rounds.logits_over([serving_rounds.logit_gap(replays["cheat"], replays["oracle"])])}
+    verdict = check_serving_correctness(result, P18.correctness.max_rel_l2)
+    print(cheat, result["logits"]["rel_l2"], result["logits"]["missing"], verdict.summary)
+    assert not verdict.passed
+    if cheat == "skips_attention":
+        assert result["logits"]["rel_l2"] > 5 * P18.correctness.max_rel_l2
+    else:
+        assert result["logits"]["missing"] == result["logits"]["tokens"] > 0
+    honest = {**result, "logits": serving_rounds.logits_over([serving_rounds.logit_gap(replays["oracle"],
+                                                                                        replays["oracle"])])}
+    assert check_serving_correctness(honest, P18.correctness.max_rel_l2).passed
+
+
+def test_a_traces_least_flops_are_a_millisecond_of_an_h100():
     from tutor.harness import serving
 
-    spec, workload = puzzle_file(P18, "spec.py"), puzzle_file(P18, f"cheats/{cheat}.py")
-    state = workload.prepare(spec.make_weights(2, "cpu"), "cpu")
-    trace = serving.trace_of(spec.make_trace(5))
-    server = workload.server(state)
-    served = serving.replay(trace, server.submit, server.step, limit_s=300)
-    assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served)
-    assert 0.1e12 < serving.least_flops(spec, trace) < 1e12
+    spec = puzzle_file(P18, "spec.py")
+    assert 0.1e12 < serving.least_flops(spec, serving.trace_of(spec.make_trace(5))) < 1e12
 
 
 def test_puzzle18s_recording_shows_requests_waiting_on_batches_and_rows_idle():

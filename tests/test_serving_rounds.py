@@ -11,6 +11,7 @@ and tests/test_serving.py checks their arithmetic on a virtual clock.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +161,39 @@ def test_a_server_that_never_finishes_a_request_meets_the_replays_limit(tmp_path
     with pytest.raises(RunFailed) as info:
         run_harness(request, tmp_path / "run", 240)
     assert info.value.kind == "crashed" and "returned no tokens 1000 times" in info.value.message
+
+
+def with_logits(source: str, line: str, scale: float = 1.0) -> str:
+    """A toy server that gives each token with a logit (a function of the token, `scale` times it)."""
+    assert line in source
+    return source.replace(line, line.replace("[t]", f"[(t, (t / 7 + 1) * {scale})]"))
+
+
+@pytest.mark.parametrize("scale, refused", [(1.0, False), (1.01, True)])
+def test_where_a_puzzle_asks_for_logits_each_tokens_logit_is_checked_against_the_oracles(tmp_path, scale, refused):
+    """Issue 37: a server's tokens could come from somewhere else than its model, its logits could not. With
+    [serving] logits, every token comes as a (token, logit) pair and each replay's logits are compared with the
+    oracle's: the same give a relative L2 error of 0, 1% off gives 1e-2, against the puzzle's tolerance."""
+    from tutor.grading.serving import check_serving_correctness
+
+    request = serving_request(tmp_path, with_logits(CONTINUOUS, "out[r[0]] = [t]", scale), replays=1)
+    baseline = Path(request["workloads"]["baseline"])
+    baseline.write_text(with_logits(baseline.read_text(), "                out[r[0]] = [t]"))
+    request["serving"]["logits"] = True
+    result = run_harness(request, tmp_path / "run", 240).result
+    logits = result["logits"]
+    assert result["mismatches"] == 0 and logits["missing"] == 0 and logits["tokens"] > 2 * 40
+    assert logits["rel_l2"] == pytest.approx(scale - 1, abs=1e-9)
+    assert check_serving_correctness(result, 5e-3).passed is not refused
+
+
+def test_where_a_puzzle_asks_for_logits_a_token_without_one_is_named(tmp_path):
+    request = serving_request(tmp_path, CONTINUOUS, replays=1)
+    baseline = Path(request["workloads"]["baseline"])
+    baseline.write_text(with_logits(baseline.read_text(), "                out[r[0]] = [t]"))
+    request["serving"]["logits"] = True
+    result = run_harness(request, tmp_path / "run", 240).result
+    from tutor.grading.serving import check_serving_correctness
+
+    verdict = check_serving_correctness(result, 5e-3)
+    assert not verdict.passed and "came without their logit" in verdict.summary

@@ -158,7 +158,7 @@ def grade(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
 
     diagnosis = _diagnose(ws, puzzle, progress)
     if puzzle.serving:  # tokens against the oracle server's, throughput at the latency limit
-        correctness = check_serving_correctness(result)
+        correctness = check_serving_correctness(result, puzzle.correctness.max_rel_l2)
         performance, tier, estimates = check_serving_performance(puzzle, result)
         speedups = {"call": {puzzle.correctness.oracle: estimates["throughput"]}, "gpu": {}}
         floor, floor_lines = check_serving_floor(result)

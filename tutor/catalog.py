@@ -98,6 +98,9 @@ class Serving:
     replays: int = 5
     limit_s: float = 120.0
     max_latency_ratio: float = 1.0
+    # Each token comes with its logit, checked against the oracle server's within correctness.max_rel_l2: the
+    # model's work beyond its tokens, which a server that reads the answer elsewhere cannot give.
+    logits: bool = False
 
 
 @dataclass(frozen=True)

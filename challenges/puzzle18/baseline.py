@@ -20,9 +20,10 @@ def prepare(weights: dict, device: str):
 
 
 def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                length: torch.Tensor) -> torch.Tensor:
+                length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One decode step for a batch: each row's current token (its K and V are written at `length`), attention
-    over its cache, the MLP, and the greedy next token. keys/values [B, T, HEADS, HEAD_DIM]; length [B]."""
+    over its cache, the MLP, the greedy next token and its logit (in fp32). keys/values [B, T, HEADS, HEAD_DIM];
+    length [B]."""
     b = torch.arange(current.shape[0], device=current.device)
     x = w["embed"][current]
     keys[b, length] = (x @ w["wk"].T).view(-1, HEADS, HEAD_DIM)
@@ -33,7 +34,8 @@ def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torc
     scores = scores.masked_fill(~past[:, None, :], float("-inf"))
     attended = torch.einsum("bht,bthd->bhd", scores.softmax(-1), values.float()).reshape(x.shape[0], -1)
     hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T + attended.to(x.dtype) @ w["wo"].T
-    return (hidden @ w["out"].T).argmax(-1)
+    nxt = (hidden @ w["out"].T).argmax(-1)
+    return nxt, (hidden.float() * w["out"][nxt].float()).sum(-1)
 
 
 class StaticServer:
@@ -45,16 +47,16 @@ class StaticServer:
     def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
         self.queue.append((rid, prompt, max_new, time.monotonic()))
 
-    def step(self) -> dict[int, list[int]]:
+    def step(self) -> dict[int, list[tuple[int, float]]]:
         if self.batch is None and not self._start_batch():
             return {}
         rids, left, current, keys, values, length = self.batch
-        nxt = step_tokens(self.w, current, keys, values, length)
-        tokens = nxt.tolist()
+        nxt, logit = step_tokens(self.w, current, keys, values, length)
+        tokens, logits = nxt.tolist(), logit.tolist()
         out = {}
         for i, rid in enumerate(rids):
             if left[i] > 0:
-                out[rid] = [tokens[i]]
+                out[rid] = [(tokens[i], logits[i])]
                 left[i] -= 1
         if max(left) == 0:
             self.batch = None

@@ -11,7 +11,9 @@ model says what it is):
 - attention head 0 scores the topic token 40 above any other position (every query carries a constant that
   only a topic token's key answers), so its softmax leaves e^-40 elsewhere, and its value adds 200 to the
   logits of the prompt's topic: without the cache, all 8 topics tie.
-The other 7 heads are small random ones, so attention does real work over every position. make_trace draws
+The other 7 heads are small random ones, so attention does real work over every position, and their output moves
+each chosen token's logit by about 2%: a server returns each token with its logit, so one that skips attention, or
+reads the chain off the weights, gives the right tokens and the wrong logits (tests/test_puzzle18.py). make_trace draws
 a trace as a server meets it: Poisson arrivals, prompt and output lengths log-normal (most short, a few
 long).
 """
@@ -67,7 +69,7 @@ def make_weights(seed: int, device: str) -> dict:
     wv[:TOPICS, GROUP:GROUP + TOPICS] = torch.eye(TOPICS)  # head 0's value: the topic token's one-hot
     wo = torch.zeros(HIDDEN, HEADS * HEAD_DIM)
     wo[GROUP:GROUP + TOPICS, :TOPICS] = torch.eye(TOPICS) * math.sqrt(TOPIC_BONUS)
-    wo[:GENERAL, HEAD_DIM:] = torch.randn(GENERAL, (HEADS - 1) * HEAD_DIM, generator=g) * 0.02
+    wo[:GENERAL, HEAD_DIM:] = torch.randn(GENERAL, (HEADS - 1) * HEAD_DIM, generator=g) * 0.1  # 2% of a logit
     rows = successor_rows(embed[TOPICS:TOPICS + STATES], w1, w2)  # topic 0's tokens: the MLP ignores the topic
     following = successor(seed)
     out = torch.randn(VOCAB, HIDDEN, generator=g) * 0.01  # topic tokens: never the answer

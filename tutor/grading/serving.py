@@ -55,12 +55,26 @@ def latency_line(estimates: dict[str, Estimate], max_latency_ratio: float = 1.0)
             f"limit of {max_latency_ratio:.2f}x")
 
 
-def check_serving_correctness(result: dict) -> Criterion:
-    """Every request of every replay (the warm-up pair's too) got the oracle server's tokens."""
+def check_serving_correctness(result: dict, max_rel_l2: float = 0.0) -> Criterion:
+    """Every request of every replay (the warm-up pair's too) got the oracle server's tokens, and, where the puzzle
+    asks for them, each token's logit within `max_rel_l2` of the oracle's over every replay."""
     checked, wrong = result["requests_checked"], result["mismatches"]
+    logits = result.get("logits")
+    if not wrong and logits and (logits["missing"] or logits["rel_l2"] > max_rel_l2):
+        lines = [f"replay {i}: logits' relative L2 error {e:.2e}" for i, e in enumerate(logits["by_replay"])]
+        if logits["missing"]:
+            return Criterion("correctness", False, f"{logits['missing']} of {logits['tokens']} tokens came without "
+                             "their logit.", lines + ["step() gives each token as a (token, logit) pair: the logit "
+                                                      "the model gave the token it chose."])
+        return Criterion("correctness", False, f"Every token matches, but the logits do not: relative L2 error "
+                         f"{logits['rel_l2']:.2e} in the worst replay, over the {max_rel_l2:g} allowed.",
+                         lines + ["Each logit is the model's for the token it chose: a server that does not run "
+                                  "the whole model (its attention over the cache included) cannot give it."])
     if not wrong:
+        tail = (f", and every token's logit within {max_rel_l2:g} of its own (worst replay "
+                f"{logits['rel_l2']:.2e})") if logits else ""
         return Criterion("correctness", True, f"Every request's tokens match the puzzle's server: {checked} "
-                         f"requests over {len(result['pairs']) + 1} replays.")
+                         f"requests over {len(result['pairs']) + 1} replays{tail}.")
     details = [f"request {m['rid']}: from token {m['at']} on, yours {m['got']}, expected {m['expected']}"
                for m in result["mismatched"]]
     return Criterion("correctness", False, f"{wrong} of {checked} requests got other tokens than the puzzle's "

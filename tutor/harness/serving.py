@@ -3,7 +3,9 @@ when each request arrives and stamps when its tokens come out.
 
 A server has two calls. submit(rid, prompt, max_new) queues a request; step() runs one scheduling step
 and returns the tokens it produced, {rid: [token, ...]}, without waiting for requests that have not come:
-at most one token a request, as a decoder makes them (each token is the next step's input).
+at most one token a request, as a decoder makes them (each token is the next step's input). Where the puzzle
+asks for them (its [serving] logits), each token comes as a (token, logit) pair: the logit the model gave it,
+checked against the oracle server's as the tokens are (tutor.harness.serving_rounds).
 The replay submits every request whose arrival time has passed on the harness's clock (counted from the
 replay's start), asks for a step, and stamps each token with the clock as step() returns: on a GPU the
 tokens are host integers by then, so a stamp is never earlier than the work. A request is done when it
@@ -39,6 +41,7 @@ class Served:
 
     request: Request
     tokens: list[int] = field(default_factory=list)
+    logits: list[float | None] = field(default_factory=list)  # each token's, where the server gave it
     first_token_s: float | None = None
     done_s: float | None = None
 
@@ -117,7 +120,10 @@ def _take(served: dict[int, Served], live: set[int], rid: int, tokens: list[int]
     s = served[rid]
     if not tokens:
         return
-    s.tokens.extend(int(t) for t in tokens)
+    for t in tokens:
+        token, logit = t if isinstance(t, (tuple, list)) else (t, None)
+        s.tokens.append(int(token))
+        s.logits.append(None if logit is None else float(logit))
     if s.first_token_s is None:
         s.first_token_s = stamp
     if len(s.tokens) == s.request.max_new:  # a token a step: one more would name a finished request

@@ -6,7 +6,9 @@ when its arrival time has come and stamps each token as the step that made it re
 workload reports decides its speed. A side is asked one step at a time through its pipe; the learner's side
 is thawed for its whole replay (its steps pay no thaw) while the ruler idles. Every request's tokens must
 equal the oracle's in the same pair: the oracle serves the same requests, and the puzzle's model makes its
-greedy tokens independent of how requests are batched.
+greedy tokens independent of how requests are batched. Where the puzzle asks for them, each token's logit
+must be the oracle's too, within the puzzle's tolerance over each replay: tokens a server could read from
+somewhere else than the model, its logits it could not.
 
 On a GPU the coordinator also reads how busy the GPU was during each replay, from NVML's own samples
 (tutor.harness.gpu_busy): the evidence of how much of a replay the model ran, and, against the spec's
@@ -46,7 +48,7 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
     # The ruler's word for the GPU, never the learner's process's: both sides run on it.
     watch = busy_watch(request, prepared[ruler.role].get("gpu_uuid"))
     busy = {"oracle": [], "mine": []} if isinstance(watch, BusyWatch) else {"unavailable": watch}
-    pairs, mismatches, checked, stalled, least = [], [], 0, [], []
+    pairs, mismatches, checked, stalled, least, gaps = [], [], 0, [], [], []
     # The first pair warms both servers up (compiles, graph captures, allocator growth) and is not counted.
     for r in range(settings["replays"] + 1):
         seed = secrets.randbelow(2**62)
@@ -62,6 +64,8 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
                 busy["mine" if name == candidate else "oracle"].append(window)
         checked += len(trace)
         mismatches += differing(served[candidate], served[oracle])
+        if settings.get("logits"):
+            gaps.append(logit_gap(served[candidate], served[oracle]))
         if r > 0:
             pairs.append((serving.figures(served[oracle]), serving.figures(served[candidate])))
             least.append(serving.least_flops(spec, trace))
@@ -73,6 +77,7 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
                           "to start its replay: step() must finish its work before it returns")
     return {"pairs": pairs, "requests_checked": checked, "mismatches": len(mismatches),
             "mismatched": mismatches[:MISMATCHES_SHOWN], "violations": violations,
+            **({"logits": logits_over(gaps)} if settings.get("logits") else {}),
             **({"gpu_busy": busy_figures(watch, busy, least, rates)} if request["device"] == "cuda" else {})}
 
 
@@ -126,6 +131,32 @@ def busy_figures(watch: BusyWatch | str, busy: dict, least: list[float | None], 
         figures["least_ms"] = [round(f / (rates["bf16_tflops"] * 1e12) * 1e3, 4) for f in least]
         figures["rates"] = {"bf16_tflops": rates["bf16_tflops"], "gpu": rates.get("gpu", "")}
     return figures
+
+
+def logit_gap(mine: list[serving.Served], oracle: list[serving.Served]) -> dict:
+    """One replay's logits against the oracle's, over the tokens both gave alike: the squared differences and
+    the oracle's squares summed, and how many tokens came without a logit."""
+    expected = {s.request.rid: s for s in oracle}
+    gap = {"diff_sq": 0.0, "ref_sq": 0.0, "missing": 0, "tokens": 0}
+    for s in mine:
+        want = expected[s.request.rid]
+        for token, logit, good, ref in zip(s.tokens, s.logits, want.tokens, want.logits):
+            if token != good or ref is None:
+                continue
+            gap["tokens"] += 1
+            if logit is None:
+                gap["missing"] += 1
+                continue
+            gap["diff_sq"] += (logit - ref) ** 2
+            gap["ref_sq"] += ref ** 2
+    return gap
+
+
+def logits_over(gaps: list[dict]) -> dict:
+    """Every replay's logits against the oracle's: the relative L2 error of each replay and of the worst."""
+    errors = [(g["diff_sq"] / g["ref_sq"]) ** 0.5 if g["ref_sq"] else 0.0 for g in gaps]
+    return {"rel_l2": max(errors, default=0.0), "by_replay": [round(e, 8) for e in errors],
+            "missing": sum(g["missing"] for g in gaps), "tokens": sum(g["tokens"] for g in gaps)}
 
 
 def differing(mine: list[serving.Served], oracle: list[serving.Served]) -> list[dict]:

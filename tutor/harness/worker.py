@@ -373,8 +373,9 @@ def _same(now: torch.Tensor, then: torch.Tensor) -> bool:
     return torch.equal(now, then) or not torch.isfinite(then).all()
 
 
-def host_tokens(produced, where: str) -> dict[int, list[int]]:
-    """A step's {request id: new tokens} as plain integers; a tensor of tokens is read back to the host here."""
+def host_tokens(produced, where: str) -> dict[int, list]:
+    """A step's {request id: new tokens} as plain numbers, each token an integer or, with its logit, an [integer,
+    float] pair (tutor.harness.serving); a tensor of them is read back to the host here."""
     if not isinstance(produced, dict):
         raise HarnessFailure("workload_error", f"{where} returned {type(produced).__name__}, not a dict of "
                              "{request id: [new tokens]}", where=where)
@@ -382,11 +383,18 @@ def host_tokens(produced, where: str) -> dict[int, list[int]]:
     for rid, new in produced.items():
         try:
             values = new.tolist() if isinstance(new, torch.Tensor) else list(new)
-            tokens[int(rid)] = [int(t) for t in values]
+            tokens[int(rid)] = [_host_token(t) for t in values]
         except (TypeError, ValueError) as e:
             raise HarnessFailure("workload_error", f"{where} gave request {rid!r} {type(new).__name__}, not a "
-                                 f"list of token ids ({e})", where=where) from e
+                                 f"list of token ids or (token id, logit) pairs ({e})", where=where) from e
     return tokens
+
+
+def _host_token(t):
+    if isinstance(t, (tuple, list)):
+        token, logit = t  # exactly two: anything else is the server's mistake, named above
+        return [int(token), float(logit.item() if isinstance(logit, torch.Tensor) else logit)]
+    return int(t.item() if isinstance(t, torch.Tensor) else t)
 
 
 def rank_handler(request: dict, names: list[str], candidate: str | None):

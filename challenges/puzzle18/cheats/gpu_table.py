@@ -1,8 +1,8 @@
-"""A cheat the floor cannot tell (MEASUREMENTS.md): the chain read off the weights once, then each step one
-gather on the GPU for every live request's next state and one copy back. The model never runs after
-prepare(), yet NVML sees a kernel a step: a serving grade's floor measures the GPU's busy time, not what its
-kernels compute, and this cheat keeps it busy about a fifth as long as the reference does. Must get: refused;
-the busy-time floor refuses it today (MEASUREMENTS.md), and issue 37 asks for a check of the model's own work."""
+"""Cheat, a server that does other work than the model's (issue 37): the chain read off the weights once, then
+each step one gather on the GPU for every live request's next state and one copy back. The model never runs
+after prepare(), yet NVML sees a kernel a step: the busy-time floor measures the GPU's busy time, not what its
+kernels compute. Every token is right, without the logit a token of the model comes with. Must get: refused at
+correctness (tokens without their logits)."""
 
 import torch
 

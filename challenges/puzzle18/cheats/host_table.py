@@ -1,7 +1,7 @@
-"""A cheat, not a fix (MEASUREMENTS.md): the chain read off the weights once, then a token a request a step
-from a Python list, the model never run and the GPU idle. Every token is right and comes one a step; the
-grade's floor refuses it on a GPU (NVML sees no work in its replays: tutor.grading.serving). Must get: refused
-(physical floor)."""
+"""Cheat, a server that does other work than the model's (issue 37): the chain read off the weights once, then a
+token a request a step from a Python list, the model never run and the GPU idle. Every token is right and comes
+one a step, without the logit a token of the model comes with. Must get: refused at correctness (tokens without
+their logits), and by the physical floor on a GPU (NVML sees no work in its replays: tutor.grading.serving)."""
 
 import torch
 

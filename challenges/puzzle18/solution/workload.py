@@ -20,9 +20,10 @@ def prepare(weights: dict, device: str):
 
 
 def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                length: torch.Tensor) -> torch.Tensor:
+                length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One decode step for a batch: each row's current token (its K and V are written at `length`), attention
-    over its cache, the MLP, and the greedy next token. keys/values [B, T, HEADS, HEAD_DIM]; length [B]."""
+    over its cache, the MLP, the greedy next token and its logit (in fp32). keys/values [B, T, HEADS, HEAD_DIM];
+    length [B]."""
     b = torch.arange(current.shape[0], device=current.device)
     x = w["embed"][current]
     keys[b, length] = (x @ w["wk"].T).view(-1, HEADS, HEAD_DIM)
@@ -33,7 +34,8 @@ def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torc
     scores = scores.masked_fill(~past[:, None, :], float("-inf"))
     attended = torch.einsum("bht,bthd->bhd", scores.softmax(-1), values.float()).reshape(x.shape[0], -1)
     hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T + attended.to(x.dtype) @ w["wo"].T
-    return (hidden @ w["out"].T).argmax(-1)
+    nxt = (hidden @ w["out"].T).argmax(-1)
+    return nxt, (hidden.float() * w["out"][nxt].float()).sum(-1)
 
 
 class ContinuousServer:
@@ -50,21 +52,21 @@ class ContinuousServer:
     def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
         self.queue.append((rid, prompt, max_new))
 
-    def step(self) -> dict[int, list[int]]:
+    def step(self) -> dict[int, list[tuple[int, float]]]:
         self._admit()
         used = [i for i, r in enumerate(self.rid) if r is not None]
         if not used:
             return {}
         rows = used[-1] + 1
         span = int(self.length[:rows].max()) + 1
-        nxt = step_tokens(self.w, self.current[:rows], self.keys[:rows, :span], self.values[:rows, :span],
-                          self.length[:rows])
+        nxt, logit = step_tokens(self.w, self.current[:rows], self.keys[:rows, :span], self.values[:rows, :span],
+                                 self.length[:rows])
         self.current[:rows] = nxt
         self.length[torch.tensor(used, device=self.device)] += 1  # a free slot stays at 0 until it is refilled
-        tokens = nxt.tolist()
+        tokens, logits = nxt.tolist(), logit.tolist()
         out = {}
         for i in used:
-            out[self.rid[i]] = [tokens[i]]
+            out[self.rid[i]] = [(tokens[i], logits[i])]
             self.left[i] -= 1
             if self.left[i] == 0:
                 self.rid[i] = None
