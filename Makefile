@@ -19,16 +19,16 @@ run: $(STAMP)
 	$(BIN)/infprof-tutor
 
 # Every test, each harness run forked from a warm harness of the test process where it can be (tutor.warm: no
-# torch import a run); then the fairness and runner tests again, every run started cold, as without one.
-COLD_TESTS := tests/test_anticheat.py tests/test_comparators_out_of_reach.py tests/test_runner.py tests/test_quick_check.py
+# torch import a run); the fairness and runner tests twice in the same pass, the second time every run started
+# cold, as without one.
+COLD_TESTS := tests/test_anticheat.py,tests/test_comparators_out_of_reach.py,tests/test_runner.py,tests/test_quick_check.py,tests/test_also_cold.py
 
 # Two test processes a core (pytest-xdist): half of the suite's time is waiting, on its runs' subprocesses and on
 # the time limits its tests reach on purpose.
 TEST_WORKERS ?= 4
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --warm-when-ready
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(COLD_TESTS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --warm-when-ready --also-cold $(COLD_TESTS)
 
 gpu-test: $(STAMP)
 	$(BIN)/python -m pytest -q -m gpu

@@ -95,6 +95,18 @@ def pytest_addoption(parser):
                      help="run every harness run through one warm harness (tutor.warm); a run that cannot fails")
     parser.addoption("--warm-when-ready", action="store_const", const="use", dest="warm",
                      help="fork each harness run from one warm harness where it can, else start it cold")
+    parser.addoption("--also-cold", default="", metavar="FILES",
+                     help="with --warm or --warm-when-ready: each test of these files (comma-separated, as "
+                          "tests/NAME.py) runs twice, its harness runs forked from the warm harness and started cold")
+
+
+def pytest_generate_tests(metafunc):
+    """--also-cold's tests, twice in one pass: the test processes share the cold runs out with everything else,
+    where a second pass ran them on their own (its long tests one after another, most processes idle)."""
+    files = {f.strip() for f in metafunc.config.getoption("also_cold").split(",") if f.strip()}
+    if metafunc.config.getoption("warm") != "off" and f"tests/{metafunc.definition.path.name}" in files:
+        metafunc.fixturenames.append("harness_start")
+        metafunc.parametrize("harness_start", ["warm", "cold"])
 
 
 @pytest.fixture(scope="session")
@@ -147,7 +159,8 @@ def isolated_config(tmp_path, monkeypatch, warm_runtime, request):
     monkeypatch.delenv("INFPROF_WORKSPACE", raising=False)
     # Every run cold, unless the session runs warm (--warm) or a test starts a warm harness of its
     # own (tests/test_warm.py): a developer's open TUI must not serve the suite's runs.
-    if warm_runtime:
+    cold = getattr(request.node, "callspec", None) and request.node.callspec.params.get("harness_start") == "cold"
+    if warm_runtime and not cold:
         monkeypatch.setenv("INFPROF_WARM", request.config.getoption("warm"))
         monkeypatch.setenv("INFPROF_RUNTIME_DIR", warm_runtime)
     else:
