@@ -55,7 +55,9 @@ def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_
     assert all(c["ok_structure"] and c["rel_l2"] == 0.0 for c in result["checks"])
     wrong = [c for c in result["timed_checks"] if not c["ok_structure"] or c["rel_l2"] > 0]
     print(len(wrong), "of", len(result["timed_checks"]), "timed outputs wrong")
-    assert len(wrong) >= 4  # the first call after the warm call, at least, in every round
+    # Which calls its host clock takes for back to back depends on the machine's load (4 of 13 here with 4 test
+    # processes on 2 cores, 3 with 6): that some are, and each is caught, does not.
+    assert wrong and all(c["rel_l2"] == 1.0 for c in wrong)
 
 
 def test_puzzle12s_transposed_view_is_named_for_its_layout():

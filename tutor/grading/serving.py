@@ -61,7 +61,8 @@ def check_serving_correctness(result: dict, max_rel_l2: float = 0.0) -> Criterio
     checked, wrong = result["requests_checked"], result["mismatches"]
     logits = result.get("logits")
     if not wrong and logits and (logits["missing"] or logits["rel_l2"] > max_rel_l2):
-        lines = [f"replay {i}: logits' relative L2 error {e:.2e}" for i, e in enumerate(logits["by_replay"])]
+        lines = [f"{f'replay {i}' if i else 'warm-up replay'}: logits' relative L2 error {e:.2e}"
+                 for i, e in enumerate(logits["by_replay"])]
         if logits["missing"]:
             return Criterion("correctness", False, f"{logits['missing']} of {logits['tokens']} tokens came without "
                              "their logit.", lines + ["step() gives each token as a (token, logit) pair: the logit "
