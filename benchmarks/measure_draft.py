@@ -65,8 +65,8 @@ def main() -> None:
 
     puzzle = get_puzzle(args.puzzle, drafts=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    # One workspace for every run: its compile caches build each CUDA extension once, not once a run (part 22
-    # of the device script spent 2 of every 4 minutes compiling the same kernels again).
+    # One workspace for every run: its compile caches build each CUDA extension once, not once a run (a workspace
+    # a grade spent 2 of every 4 minutes compiling the same kernels again).
     ws = scratch_workspace("infprof-draft-")
     started = time.monotonic()
     if not args.no_recordings:

@@ -1,6 +1,6 @@
 """How busy the GPU was over a window, from NVML's utilization samples (tutor.harness.gpu_busy): the arithmetic
 on samples shaped as NVML gives them, and words where no driver is. Reading real samples is the H100's to
-show (challenges/puzzle18/sweeps/gpu_busy.py, device part 42)."""
+show (challenges/puzzle18/sweeps/gpu_busy.py)."""
 
 from __future__ import annotations
 

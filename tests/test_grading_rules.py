@@ -228,7 +228,7 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
 def test_a_warm_harness_grades_every_solution_as_a_cold_start_does():
     """Issue 17: forking a grade from a warm harness changes no verdict. Each reference and alternative of puzzle1, 3
     and 5, and puzzle7's reference and its first two alternatives, graded once started cold and once forked from a
-    warm harness on one H100 (device parts 58-59 and 63), reads the same tier under today's bars, the one the puzzle
+    warm harness on one H100 (tests/fixtures/h100_warm_cold_2026-11-26.json), reads the same tier under today's bars, the one the puzzle
     expects of it."""
     tiers: dict[tuple[str, str], dict[str, str]] = {}
     for g in WARM_COLD:

@@ -39,7 +39,7 @@ def _on_two_ranks(handler, backend: str) -> list[dict]:
 def _compared(outputs: dict, unsplit: torch.Tensor) -> dict:
     """In a rank: what the tests assert of its outputs, as plain values. The pytest process runs no torch op on
     them: a parent whose OpenMP pool has run forks children that can hang in their first parallel region (two
-    NCCL tests in one process stalled so on 2 x H200, device part 52)."""
+    NCCL tests in one process stalled so on 2 x H200)."""
     baseline = outputs["baseline.py"]
     return {"differ": [s for s, out in outputs.items() if not torch.equal(out, baseline)],
             "errors": {s: relative_l2(out, baseline) for s, out in outputs.items()},
@@ -143,7 +143,7 @@ def test_their_h200_grades_read_the_tier_they_read_then_under_todays_bars(puzzle
 
 
 def test_their_recordings_show_what_their_diagnosis_cites():
-    """Rank 0's baseline profiles on 2 x H200 (device parts 20, 35 and 51), read here as there: puzzle13's 256
+    """Rank 0's baseline profiles on 2 x H200 (each puzzle's recordings), read here as there: puzzle13's 256
     all-reduces a call, NCCL nearly all of the GPU's time; puzzle16's two 8 MB copies through pageable host
     memory a call, the GPU mostly idle; puzzle19's 52 kernels a call, NCCL's all-reduces a seventh to a fifth of
     its GPU time (two recordings) beside the matmuls that read the weights four times."""

@@ -153,7 +153,7 @@ def test_a_traces_least_flops_are_a_millisecond_of_an_h100():
 
 
 def test_puzzle18s_recording_shows_requests_waiting_on_batches_and_rows_idle():
-    """The baseline's serving profile on the H100 (device part 27), read here as there: a request waits nearly
+    """The baseline's serving profile on the H100 (its recording), read here as there: a request waits nearly
     all its latency for its first token, a step makes about 4 tokens of the 16 rows a batch holds, and the
     GPU idles while the host runs each step (launch overhead, the supporting diagnosis)."""
     import json
@@ -185,7 +185,7 @@ def test_puzzle18s_reference_diagnosis_passes_on_its_recording(workspace):
 
 
 def test_puzzle18s_h100_grades_read_the_tier_they_read_then_from_their_replay_pairs():
-    """Every grade on the H100 (device parts 27, 37, 38, 44, 45 and 50; MEASUREMENTS.md), each re-read from its
+    """Every grade on the H100 (MEASUREMENTS.md), each re-read from its
     five replay pairs by the serving rules as the harness read it: the reference gold, continuous batching over
     every slot silver, larger static batches bronze, smaller ones nothing (their p99 latency 2.7x the baseline's)."""
     import json

@@ -2,11 +2,11 @@
 during each side's replays, against the model's least FLOPs for their traces at the GPU's best rate.
 
 The figures are the H100's. Real grades of puzzle18 (tests/fixtures/h100_puzzle18_grades_gpu_busy_2026-11-26.json,
-device parts 44-45): two alternatives, the baseline against itself, and its two cheats (cheats/), servers that
+MEASUREMENTS.md): two alternatives, the baseline against itself, and its two cheats (cheats/), servers that
 read the chain off the weights once and then hand out a token a request a step, the model never run:
 `gpu_table` looks the next states up with a kernel a step, `host_table` in a Python list. Both give every
 right token. And the sweep that came first (tests/fixtures/h100_puzzle18_gpu_busy_2026-11-26.json,
-challenges/puzzle18/sweeps/gpu_busy.py, part 42): the same servers replayed in one process.
+challenges/puzzle18/sweeps/gpu_busy.py): the same servers replayed in one process.
 """
 
 from __future__ import annotations
