@@ -24,8 +24,8 @@ def _calibrated(weights: dict, x: torch.Tensor, tenant: torch.Tensor) -> torch.T
     rank), a tenant at a time."""
     out = torch.zeros(len(x), dtype=torch.float64)
     for t in range(weights["u"].shape[0]):
-        mine = tenant == t
-        u, b, v = (weights[k][t].double() for k in ("u", "b", "v"))
+        mine, rank = tenant == t, int((weights["v"][t] != 0).sum())  # v is zero past the rank, and only there
+        u, b, v = (weights[k][t, :rank].double() for k in ("u", "b", "v"))
         out[mine] = torch.tanh(x[mine].double() @ u.T + b) @ v
     return out
 
