@@ -197,3 +197,16 @@ def test_where_a_puzzle_asks_for_logits_a_token_without_one_is_named(tmp_path):
 
     verdict = check_serving_correctness(result, 5e-3)
     assert not verdict.passed and "came without their logit" in verdict.summary
+
+
+def test_where_a_puzzle_asks_for_logits_and_its_own_server_gives_none_the_puzzle_is_named(tmp_path):
+    """A puzzle whose oracle server gives no logits cannot hold a learner's to them: the verdict says the puzzle is
+    at fault, not the learner, instead of passing logits it never compared."""
+    from tutor.grading.serving import check_serving_correctness
+
+    request = serving_request(tmp_path, with_logits(CONTINUOUS, "out[r[0]] = [t]"), replays=1)
+    request["serving"]["logits"] = True
+    result = run_harness(request, tmp_path / "run", 240).result
+    assert result["logits"]["oracle_missing"] > 0 and result["logits"]["tokens"] == 0
+    verdict = check_serving_correctness(result, 5e-3)
+    assert not verdict.passed and "the puzzle is broken" in verdict.summary

@@ -60,6 +60,11 @@ def check_serving_correctness(result: dict, max_rel_l2: float = 0.0) -> Criterio
     asks for them, each token's logit within `max_rel_l2` of the oracle's over every replay."""
     checked, wrong = result["requests_checked"], result["mismatches"]
     logits = result.get("logits")
+    if logits and logits.get("oracle_missing"):
+        return Criterion("correctness", False, f"The puzzle's own server gave {logits['oracle_missing']} tokens "
+                         "without their logit, so yours cannot be checked: the puzzle is broken, not your server.",
+                         ["Its [serving] logits asks every server for (token, logit) pairs: report it to the "
+                          "puzzle's authors (`infprof-tutor dev check` grades its solutions)."])
     if not wrong and logits and (logits["missing"] or logits["rel_l2"] > max_rel_l2):
         lines = [f"{f'replay {i}' if i else 'warm-up replay'}: logits' relative L2 error {e:.2e}"
                  for i, e in enumerate(logits["by_replay"])]

@@ -135,13 +135,16 @@ def busy_figures(watch: BusyWatch | str, busy: dict, least: list[float | None], 
 
 def logit_gap(mine: list[serving.Served], oracle: list[serving.Served]) -> dict:
     """One replay's logits against the oracle's, over the tokens both gave alike: the squared differences and
-    the oracle's squares summed, and how many tokens came without a logit."""
+    the oracle's squares summed, and how many tokens came without a logit, the learner's and the oracle's."""
     expected = {s.request.rid: s for s in oracle}
-    gap = {"diff_sq": 0.0, "ref_sq": 0.0, "missing": 0, "tokens": 0}
+    gap = {"diff_sq": 0.0, "ref_sq": 0.0, "missing": 0, "tokens": 0, "oracle_missing": 0}
     for s in mine:
         want = expected[s.request.rid]
         for token, logit, good, ref in zip(s.tokens, s.logits, want.tokens, want.logits):
-            if token != good or ref is None:
+            if token != good:
+                continue
+            if ref is None:  # the puzzle's own server: nothing to hold the learner's to
+                gap["oracle_missing"] += 1
                 continue
             gap["tokens"] += 1
             if logit is None:
@@ -156,7 +159,8 @@ def logits_over(gaps: list[dict]) -> dict:
     """Every replay's logits against the oracle's: the relative L2 error of each replay and of the worst."""
     errors = [(g["diff_sq"] / g["ref_sq"]) ** 0.5 if g["ref_sq"] else 0.0 for g in gaps]
     return {"rel_l2": max(errors, default=0.0), "by_replay": [round(e, 8) for e in errors],
-            "missing": sum(g["missing"] for g in gaps), "tokens": sum(g["tokens"] for g in gaps)}
+            "missing": sum(g["missing"] for g in gaps), "tokens": sum(g["tokens"] for g in gaps),
+            "oracle_missing": sum(g.get("oracle_missing", 0) for g in gaps)}
 
 
 def differing(mine: list[serving.Served], oracle: list[serving.Served]) -> list[dict]:
