@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 from tutor import actions
 from tutor.catalog import get_puzzle
@@ -70,7 +71,7 @@ def grade_in_process(puzzle_id: str, which: str, gpu: int) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         done = subprocess.run([sys.executable, __file__, puzzle_id, "--which", which, "--json", out.name],
                               env={**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}, capture_output=True, text=True)
-        rows = json.loads(open(out.name).read() or "[]")
+        rows = json.loads(Path(out.name).read_text() or "[]")
     if not rows:
         return {"puzzle": puzzle_id, "which": which, "tier": "", "speedups": {}, "performance": [],
                 "refused_by": [f"no grade: exit {done.returncode}: {done.stderr[-600:]}"]}

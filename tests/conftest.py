@@ -71,6 +71,29 @@ class VirtualClock:
     sleep = wait
 
 
+def decode_with_memory(spec, baseline, weights: dict, prompts, steps: int, read_prompt: bool = True):
+    """puzzle4's and puzzle8's baseline steps, all of them, keeping what forward() does not return: each step's
+    tokens and scores. Without `read_prompt`, the memory starts empty at the prompt's last token."""
+    import torch
+
+    memory = torch.zeros(prompts.shape[0], spec.MEMORY)
+    for j in range(prompts.shape[1] - 1 if read_prompt else 0):
+        _, _, memory = baseline.step(weights, prompts[:, j], memory)
+    tokens, chosen, scores = prompts[:, -1], [], []
+    for _ in range(steps):
+        tokens, score, memory = baseline.step(weights, tokens, memory)
+        chosen.append(tokens)
+        scores.append(score)
+    return torch.stack(chosen, 1), torch.stack(scores, 1)
+
+
+def memory_unread(spec, weights: dict) -> dict:
+    """The same model with the memory's read-back into each step's input cut: what a table of hidden states holds."""
+    mix = weights["mix"].clone()
+    mix[:, :spec.HIDDEN] = 0
+    return {**weights, "mix": mix}
+
+
 def relative_l2(got, expected) -> float:
     """‖got − expected‖ / ‖expected‖ in float64: the harness's correctness measure (tutor.harness.checks.compare)."""
     import torch
@@ -157,8 +180,9 @@ def isolated_config(tmp_path, monkeypatch, warm_runtime, request):
     """Keep the remembered-workspace file and $INFPROF_WORKSPACE out of the developer's home."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("INFPROF_WORKSPACE", raising=False)
-    # Every run cold, unless the session runs warm (--warm) or a test starts a warm harness of its
-    # own (tests/test_warm.py): a developer's open TUI must not serve the suite's runs.
+    # Every run cold, unless the session runs warm (--warm, --warm-when-ready; an --also-cold twin runs cold) or a
+    # test starts a warm harness of its own (tests/test_warm.py): a developer's open TUI must not serve the suite's
+    # runs.
     cold = getattr(request.node, "callspec", None) and request.node.callspec.params.get("harness_start") == "cold"
     if warm_runtime and not cold:
         monkeypatch.setenv("INFPROF_WARM", request.config.getoption("warm"))

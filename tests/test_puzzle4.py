@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import puzzle_file
+from conftest import decode_with_memory, memory_unread, puzzle_file
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle4")
@@ -30,23 +30,7 @@ def rel_l2(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def decode(weights: dict, prompts: torch.Tensor, steps: int = SPEC.STEPS, read_prompt: bool = True):
-    """The baseline's steps, all of them, keeping what forward() does not return: tokens, and each choice's lead."""
-    memory = torch.zeros(prompts.shape[0], SPEC.MEMORY)
-    for j in range(prompts.shape[1] - 1 if read_prompt else 0):
-        _, _, memory = BASELINE.step(weights, prompts[:, j], memory)
-    tokens, chosen, scores = prompts[:, -1], [], []
-    for _ in range(steps):
-        tokens, score, memory = BASELINE.step(weights, tokens, memory)
-        chosen.append(tokens)
-        scores.append(score)
-    return torch.stack(chosen, 1), torch.stack(scores, 1)
-
-
-def unread_weights(weights: dict) -> dict:
-    """The same model with the memory's read-back into each step's input cut: what a table of hidden states holds."""
-    mix = weights["mix"].clone()
-    mix[:, :SPEC.HIDDEN] = 0
-    return {**weights, "mix": mix}
+    return decode_with_memory(SPEC, BASELINE, weights, prompts, steps, read_prompt)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -109,7 +93,7 @@ def test_no_table_answers_a_call():
     _, scores = decode(weights, prompts, steps=40)
     _, unprompted = decode(weights, prompts, steps=40, read_prompt=False)
     assert rel_l2(unprompted, scores) > 5 * TOLERANCE
-    unread = unread_weights(weights)
+    unread = memory_unread(SPEC, weights)
     _, skipped = decode(unread, prompts, steps=40)
     assert rel_l2(skipped, scores) > 5 * TOLERANCE
     cheat = module("cheats/tabulates_the_chain.py")
@@ -120,7 +104,7 @@ def test_no_table_answers_a_call():
 def test_the_memory_never_changes_a_choice():
     """Tokens with the memory read back are the tokens without it: the chain stays what spec.ORDER says."""
     weights, prompts = SPEC.make_weights(2, "cpu"), SPEC.make_input(5, "cpu")
-    unread = unread_weights(weights)
+    unread = memory_unread(SPEC, weights)
     assert torch.equal(decode(weights, prompts)[0], decode(unread, prompts)[0])
 
 

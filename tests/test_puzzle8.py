@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import decode_with_memory, memory_unread, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 
@@ -59,19 +59,6 @@ def test_every_sequence_meets_its_stop_word_and_the_batch_ends_mid_way(seed):
     assert len(set((positions // SPEC.STOP_EVERY).tolist())) == SPEC.BATCH  # no two share a stretch of the ring
 
 
-def decode(spec, baseline, weights: dict, prompts: torch.Tensor, steps: int, read_prompt: bool = True):
-    """The baseline's steps, all of them, keeping what forward() does not return: each step's tokens and scores."""
-    memory = torch.zeros(prompts.shape[0], spec.MEMORY)
-    for j in range(prompts.shape[1] - 1 if read_prompt else 0):
-        _, _, memory = baseline.step(weights, prompts[:, j], memory)
-    tokens, chosen, scores = prompts[:, -1], [], []
-    for _ in range(steps):
-        tokens, score, memory = baseline.step(weights, tokens, memory)
-        chosen.append(tokens)
-        scores.append(score)
-    return torch.stack(chosen, 1), torch.stack(scores, 1)
-
-
 def test_greedy_choices_do_not_hang_on_rounding(full_weights):
     """At the real width, in float32 with the memory read back, the successor leads the runner-up by hundreds;
     the bf16 step chooses the same."""
@@ -110,10 +97,9 @@ def test_each_sequence_scores_up_to_its_stop_word_and_nothing_after(narrow):
 def test_the_memory_never_changes_a_choice(narrow):
     """Tokens with the memory read back are the tokens without it: the ring decides, as spec.ORDER says."""
     spec, baseline, weights, prompts, _ = narrow
-    unread = {**weights, "mix": torch.cat([torch.zeros_like(weights["mix"][:, :spec.HIDDEN]),
-                                           weights["mix"][:, spec.HIDDEN:]], dim=1)}
-    tokens, _ = decode(spec, baseline, weights, prompts, steps=40)
-    assert torch.equal(tokens, decode(spec, baseline, unread, prompts, steps=40)[0])
+    unread = memory_unread(spec, weights)
+    tokens, _ = decode_with_memory(spec, baseline, weights, prompts, steps=40)
+    assert torch.equal(tokens, decode_with_memory(spec, baseline, unread, prompts, steps=40)[0])
     ring = torch.argsort(spec.ORDER)
     assert torch.equal(ring[tokens[:, 0]], (ring[prompts[:, -1]] + 1) % spec.VOCAB)
 
@@ -123,8 +109,8 @@ def test_no_table_answers_a_call(narrow):
     that never read the prompt (each start token's decode, tabulated: cheats/tabulates_the_ring does it), and
     scores that skip the memory (1 for every token up to its stop word)."""
     spec, baseline, weights, prompts, expected = narrow
-    _, scores = decode(spec, baseline, weights, prompts, steps=spec.STEPS)
-    _, unprompted = decode(spec, baseline, weights, prompts, steps=spec.STEPS, read_prompt=False)
+    _, scores = decode_with_memory(spec, baseline, weights, prompts, steps=spec.STEPS)
+    _, unprompted = decode_with_memory(spec, baseline, weights, prompts, steps=spec.STEPS, read_prompt=False)
     live = expected != 0
     assert relative_l2(unprompted * live, expected) > 5 * TOLERANCE
     assert relative_l2(live.float(), expected) > 5 * TOLERANCE
@@ -134,7 +120,7 @@ def test_no_table_answers_a_call(narrow):
 def test_a_sequence_stopped_a_step_late_or_early_misses_the_tolerance(narrow):
     """Every sequence's stop matters: one score more, or one fewer, in one sequence of 64 reads outside it."""
     spec, baseline, weights, prompts, expected = narrow
-    _, scores = decode(spec, baseline, weights, prompts, steps=spec.STEPS)
+    _, scores = decode_with_memory(spec, baseline, weights, prompts, steps=spec.STEPS)
     ends = stop_steps(spec, prompts)
     for b in (int(ends.argmin()), int(ends.argmax())):
         late, early = expected.clone(), expected.clone()

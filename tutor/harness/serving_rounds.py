@@ -160,7 +160,7 @@ def logits_over(gaps: list[dict]) -> dict:
     errors = [(g["diff_sq"] / g["ref_sq"]) ** 0.5 if g["ref_sq"] else 0.0 for g in gaps]
     return {"rel_l2": max(errors, default=0.0), "by_replay": [round(e, 8) for e in errors],
             "missing": sum(g["missing"] for g in gaps), "tokens": sum(g["tokens"] for g in gaps),
-            "oracle_missing": sum(g.get("oracle_missing", 0) for g in gaps)}
+            "oracle_missing": sum(g["oracle_missing"] for g in gaps)}
 
 
 def differing(mine: list[serving.Served], oracle: list[serving.Served]) -> list[dict]:
