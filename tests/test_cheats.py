@@ -142,6 +142,34 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
             assert "correctness: Output differs" in refused and "not joined back" in refused, refused
 
 
+TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x2_cheats_2026-11-27.json"
+# The redesigned scenes' cheats (puzzle8, 14) and the server's (puzzle18), graded fewer than three times so far.
+CHEATS_OWED_TWO_GPU = {("puzzle14", "cheats/tabulates_the_curves"), ("puzzle18", "cheats/gpu_table"),
+                       ("puzzle18", "cheats/host_table"), ("puzzle18", "cheats/skips_attention")}
+
+
+def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
+    """puzzle8, 14 and 18's cheats graded up to three times each on one H200 of a 2-GPU host (TWO_GPU_CHEATS): a call
+    that blanks the calls it takes for unchecked is refused at correctness; a table of the ring or of the curves
+    misses every checked output by far more than the tolerance; a server that sends no logit, or logits of a model
+    that skipped attention, is refused at correctness however right its tokens."""
+    recorded = json.loads(TWO_GPU_CHEATS.read_text())
+    graded = [(g["puzzle"], g["which"]) for g in recorded["grades"]]
+    shipped = {(p.id, f"cheats/{path.stem}") for p, path in CHEATS if p.id in {"puzzle8", "puzzle14", "puzzle18"}}
+    assert {c for c in shipped if graded.count(c) >= 3} == shipped - CHEATS_OWED_TWO_GPU
+    assert CHEATS_OWED_TWO_GPU <= shipped and set(graded) == shipped
+    for grade in recorded["grades"]:
+        puzzle, refused = get_puzzle(grade["puzzle"], drafts=True), " ".join(grade["refused_by"])
+        assert grade["tier"] == "" and refused.startswith("correctness: "), grade
+        if grade["which"] == "cheats/reads_which_call_is_checked":
+            assert "timed calls checked" in refused, refused
+        elif grade["puzzle"] == "puzzle18":
+            assert "without their logit" in refused or "the logits do not" in refused, refused
+        else:
+            errors = [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", refused)]
+            assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused
+
+
 # The multi-GPU puzzles at a CPU's sizes (the same split, two gloo ranks): the spec's sizes line, and its stand-in.
 SMALL_SIZES = {"puzzle13": ("BATCH, HIDDEN, FFN = 256, 4096, 8192", "BATCH, HIDDEN, FFN = 32, 128, 256"),
                "puzzle16": ("TOKENS, HIDDEN = 1024, 4096", "TOKENS, HIDDEN = 32, 128"),

@@ -16,7 +16,8 @@ from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle14", drafts=True)
-KERNELS = ["baseline.py", "solution/workload.py", "alternatives/lanes_share_a_candidate.py"]
+KERNELS = ["baseline.py", "solution/workload.py", "alternatives/lanes_share_a_candidate.py",
+           "alternatives/sorts_a_copy.py"]
 
 
 def _calibrated(weights: dict, x: torch.Tensor, tenant: torch.Tensor) -> torch.Tensor:
@@ -38,9 +39,12 @@ def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workloa
 
 
 def test_the_reference_runs_the_baselines_kernel_in_another_order():
-    """The lesson is the order alone: the reference's kernel and launcher are the baseline's, to the byte."""
+    """The lesson is the order alone: the reference's kernel is the baseline's but for the lane's candidate, taken
+    from the order it is handed instead of its own index."""
     baseline, reference = puzzle_file(PUZZLE, "baseline.py"), puzzle_file(PUZZLE, "solution/workload.py")
-    assert (reference.KERNEL, reference.LAUNCHER) == (baseline.KERNEL, baseline.LAUNCHER)
+    work = "    int t = tenant[i];"  # from here to the end, a candidate's whole work
+    assert reference.KERNEL[reference.KERNEL.index(work):] == baseline.KERNEL[baseline.KERNEL.index(work):]
+    assert "long long i = order[slot];" in reference.KERNEL
 
 
 def test_almost_every_warp_in_arrival_order_holds_a_candidate_of_the_longest_curve(monkeypatch):
@@ -75,19 +79,23 @@ def test_every_term_counts_and_none_past_a_tenants_rank(monkeypatch):
     assert relative_l2(cut, full) > 1000 * PUZZLE.correctness.max_rel_l2
 
 
-def test_the_reference_puts_every_result_back_in_its_arrival_slot(monkeypatch):
-    """The reference's torch half on the CPU (sort, gather, scatter), its kernel stood in for by the maths:
-    every candidate gets its own curve's value, as in arrival order."""
+def test_the_reference_hands_its_kernel_the_tenant_order(monkeypatch):
+    """The reference's torch half on the CPU, its kernel stood in for by the maths: the order it hands the kernel
+    groups the candidates by tenant, keeps arrival order within one, and visits every candidate once."""
     spec, reference = puzzle_file(PUZZLE, "spec.py"), puzzle_file(PUZZLE, "solution/workload.py")
     monkeypatch.setattr(spec, "TOKENS", 1 << 14)
     w = spec.make_weights(4, "cpu")
     x, tenant = spec.make_input(5, "cpu")
 
-    class Maths:  # the kernel's run(), in float64 on the CPU
+    class Maths:  # the kernel's run(), in float64 on the CPU: lane `slot` takes candidate order[slot]
         @staticmethod
-        def run(xs, t, u, b, v, ranks):
-            assert torch.equal(t, torch.sort(t, stable=True).values)  # it is handed the sorted order
-            return _calibrated({"u": u, "b": b, "v": v}, xs, t).float()
+        def run(xs, t, u, b, v, ranks, order):
+            assert torch.equal(t[order], torch.sort(t, stable=True).values)
+            assert torch.equal(torch.sort(order).values, torch.arange(len(t)))
+            assert all(torch.all(order[t[order] == k].diff() > 0) for k in t.unique())
+            out = torch.empty(len(t), dtype=torch.float64)
+            out[order] = _calibrated({"u": u, "b": b, "v": v}, xs[order], t[order])
+            return out.float()
 
     got = reference.forward({"kernel": Maths, **w}, (x, tenant))
     assert torch.allclose(got.double(), _calibrated(w, x, tenant), rtol=1e-6, atol=1e-6)
@@ -106,11 +114,9 @@ def test_every_style_calibrates_every_candidate(workload):
     assert rel < PUZZLE.correctness.max_rel_l2
 
 
-@pytest.mark.skipif(PUZZLE.draft != "", reason="redesigned (issue 37): its recordings are the one-score scene's until "
-                                             "the H100 records this one")
 def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     """What the hints send the learner to find (recorded on an H200, MEASUREMENTS.md): one kernel, the SMs busy
-    and DRAM idle, and about 5 threads at work a warp instruction (32 x 80 / 512) against the sorted order's 31."""
+    (69%: a turn's 8 loads of u wait on L1 too) and DRAM idle, and about 5 threads at work a warp instruction (32 x 80 / 512) against the sorted order's 31."""
     import tomllib
 
     from tutor.metrics import ProfileMetrics
@@ -121,7 +127,7 @@ def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
     reference = ncu.extract(reference_ncu("puzzle14")).values
     assert baseline["ncu.threads_per_instruction"] < 8 and reference["ncu.threads_per_instruction"] > 28
-    assert baseline["ncu.sm_throughput_pct"] > 80 and baseline["ncu.dram_throughput_pct"] < 5
+    assert baseline["ncu.sm_throughput_pct"] > 60 and baseline["ncu.dram_throughput_pct"] < 5
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]
     assert reference[cited] > 5 * baseline[cited]
 

@@ -1,7 +1,8 @@
 """The candidates sorted by tenant, as the reference does, and calibrated by a Triton kernel: a program
-takes 128 neighbouring candidates (one tenant's, but at a boundary) and loops to the longest curve among
-them, the units past a candidate's own rank masked out. Triton has no divergent branch to take: sorted,
-its blocks loop as long as their one tenant needs; in arrival order every block would loop 512 times.
+takes 128 neighbours of the sorted order (one tenant's, but at a boundary), read and written where they
+arrived, and loops to the longest curve among them, the units past a candidate's own rank masked out.
+Triton has no divergent branch to take: sorted, its blocks loop as long as their one tenant needs; in
+arrival order every block would loop 512 times.
 """
 
 import torch
@@ -13,10 +14,12 @@ BLOCK = 128
 
 
 @triton.jit
-def _calibrate(x, tenant, u, b, v, ranks, out, n, MAX_RANK: tl.constexpr, DIM: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+def _calibrate(x, tenant, u, b, v, ranks, order, out, n, MAX_RANK: tl.constexpr, DIM: tl.constexpr,
+               BLOCK: tl.constexpr):
+    slots = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     dims = tl.arange(0, DIM)
-    inside = offs < n
+    inside = slots < n
+    offs = tl.load(order + slots, mask=inside, other=0)  # the candidates these slots take, in tenant order
     xs = tl.load(x + offs[:, None] * DIM + dims[None, :], mask=inside[:, None], other=0.0)  # [BLOCK, DIM]
     t = tl.load(tenant + offs, mask=inside, other=0)
     r = tl.load(ranks + t, mask=inside, other=0)
@@ -39,10 +42,7 @@ def forward(state: dict, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tens
     x, tenant = batch
     order = torch.argsort(tenant, stable=True)
     n, dim = x.shape
-    grouped = torch.empty(n, dtype=x.dtype, device=x.device)
-    _calibrate[(triton.cdiv(n, BLOCK),)](x[order], tenant[order], state["u"], state["b"], state["v"],
-                                         state["ranks"], grouped, n, MAX_RANK=state["u"].shape[1], DIM=dim,
-                                         BLOCK=BLOCK)
-    out = torch.empty_like(grouped)
-    out[order] = grouped
+    out = torch.empty(n, dtype=x.dtype, device=x.device)
+    _calibrate[(triton.cdiv(n, BLOCK),)](x, tenant, state["u"], state["b"], state["v"], state["ranks"], order, out,
+                                         n, MAX_RANK=state["u"].shape[1], DIM=dim, BLOCK=BLOCK)
     return out

@@ -1,0 +1,73 @@
+"""The right order, paid for twice: sort the candidates by tenant, copy x and tenant into that order (x[order]),
+run the baseline's kernel unchanged over the copies and scatter the results back. The kernel now takes a sixth
+of the baseline's time, but torch's gather of 4M rows of 8 floats launches a block a row and takes longer than the
+baseline's whole kernel: an honest fix of the divergence that earns no tier until the profile shows where the
+time went (MEASUREMENTS.md).
+"""
+
+import hashlib
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+KERNEL = r"""
+constexpr int THREADS = 256, MAX_RANK = 512, DIM = 8;
+
+__global__ void __launch_bounds__(THREADS)
+calibrate(const float* __restrict__ x, const int* __restrict__ tenant, const float* __restrict__ u,
+          const float* __restrict__ b, const float* __restrict__ v, const int* __restrict__ ranks,
+          float* __restrict__ out, int n) {
+    int i = blockIdx.x * THREADS + threadIdx.x;
+    if (i >= n) return;
+    int t = tenant[i];
+    const float4* xi = reinterpret_cast<const float4*>(x + (long long)i * DIM);
+    float4 x0 = xi[0], x1 = xi[1];  // this candidate's 8 features
+    const float4* ut = reinterpret_cast<const float4*>(u + (long long)t * MAX_RANK * DIM);
+    const float *bt = b + t * MAX_RANK, *vt = v + t * MAX_RANK;
+    float acc = 0.f;
+    for (int k = 0; k < ranks[t]; ++k) {  // this lane's trip count: its tenant's rank
+        float4 u0 = ut[2 * k], u1 = ut[2 * k + 1];
+        float z = bt[k];
+        z = fmaf(x0.x, u0.x, z); z = fmaf(x0.y, u0.y, z); z = fmaf(x0.z, u0.z, z); z = fmaf(x0.w, u0.w, z);
+        z = fmaf(x1.x, u1.x, z); z = fmaf(x1.y, u1.y, z); z = fmaf(x1.z, u1.z, z); z = fmaf(x1.w, u1.w, z);
+        acc = fmaf(vt[k], tanhf(z), acc);
+    }
+    out[i] = acc;
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor run(torch::Tensor x, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, torch::Tensor v,
+                  torch::Tensor ranks) {
+    int n = x.size(0);
+    auto out = torch::empty({n}, x.options());
+    calibrate<<<(n + THREADS - 1) / THREADS, THREADS>>>(x.data_ptr<float>(), tenant.data_ptr<int>(),
+        u.data_ptr<float>(), b.data_ptr<float>(), v.data_ptr<float>(), ranks.data_ptr<int>(),
+        out.data_ptr<float>(), n);
+    return out;
+}
+"""
+
+DECLARATION = ("torch::Tensor run(torch::Tensor x, torch::Tensor tenant, torch::Tensor u, torch::Tensor b, "
+               "torch::Tensor v, torch::Tensor ranks);")
+
+
+def build(kernel: str, launcher: str):
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
+    source = "#include <torch/extension.h>\n" + kernel + launcher
+    name = "puzzle14_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources=DECLARATION, cuda_sources=source, functions=["run"],
+                       extra_cuda_cflags=["-O3"])
+
+
+def prepare(weights: dict, device: str):
+    return {"kernel": build(KERNEL, LAUNCHER), **weights}
+
+
+def forward(state: dict, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    x, tenant = batch
+    order = torch.argsort(tenant, stable=True)  # candidates grouped by tenant, arrival order kept within one
+    grouped = state["kernel"].run(x[order], tenant[order], state["u"], state["b"], state["v"], state["ranks"])
+    out = torch.empty_like(grouped)
+    out[order] = grouped  # each result back where its candidate arrived
+    return out
