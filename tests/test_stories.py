@@ -23,6 +23,7 @@ TELLS = {
     "bank_conflicts": ["bank"],
     "register_spills": ["spill", "local memory", "registers per thread"],
     "uncoalesced_access": ["uncoalesced", "strided access", "scattered"],
+    "low_occupancy": ["occupancy", "resident", "warps per sm", "blocks per sm", "hide the latency", "shared memory"],
     "warp_divergence": ["diverg", "take different branches", "run serially", "lanes of a warp"],
     "wave_tile_quantization": ["wave", "tail effect", "idle sms"],
     "l2_misses": ["l2 miss", "hit rate", "evict", "reuse distance"],
