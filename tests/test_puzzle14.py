@@ -116,7 +116,8 @@ def test_every_style_calibrates_every_candidate(workload):
 
 def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     """What the hints send the learner to find (recorded on an H200, MEASUREMENTS.md): one kernel, the SMs busy
-    (69%: a turn's 8 loads of u wait on L1 too) and DRAM idle, and about 5 threads at work a warp instruction (32 x 80 / 512) against the sorted order's 31."""
+    (69%) and DRAM idle, and about 5 threads at work a warp instruction (32 x 80 / 512) against the sorted order's
+    31."""
     import tomllib
 
     from tutor.metrics import ProfileMetrics

@@ -29,7 +29,10 @@ rmsnorm(const float* __restrict__ x, const float* __restrict__ gain, float* __re
     for (int w = 0; w < THREADS / 32; ++w) total += partial[w];
     float scale = rsqrtf(total / DIM + eps);
     #pragma unroll
-    for (int k = 0; k < PER_THREAD; ++k) outr[k * THREADS + threadIdx.x] = v[k] * scale * gain[k * THREADS + threadIdx.x];
+    for (int k = 0; k < PER_THREAD; ++k) {
+        int j = k * THREADS + threadIdx.x;
+        outr[j] = v[k] * scale * gain[j];
+    }
 }
 """
 
