@@ -195,8 +195,9 @@ def isolated_config(tmp_path, monkeypatch, warm_runtime, request):
 
 @pytest.fixture
 def cold_runs(monkeypatch):
-    """Every harness run started cold, whatever the session's --warm: for the app's tests, whose app starts and
-    shows its own warm harness."""
+    """Every harness run started cold, whatever the session's --warm: for the app's snapshots, whose app would show
+    the session's warm harness as its own. (tests/test_app.py forks its runs from the session's harness where the
+    session runs warm, as a learner's app forks from the harness it starts.)"""
     monkeypatch.setenv("INFPROF_WARM", "0")
 
 

@@ -69,6 +69,7 @@ class PuzzleScreen(Screen):
         self._last_problem: TutorError | None = None
         self._last_kind = "grade"
         self._watch_stop = None
+        self.runs_started = self.runs_finished = 0  # a run can start and end between two looks at `running`
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -166,6 +167,7 @@ class PuzzleScreen(Screen):
             return
         self._cancel_requested, self._harness, self._last_kind = False, None, key
         self.running = kind
+        self.runs_started += 1
         self.query_one(RunPanel).start(kind, note)
         self._run(kind)
 
@@ -194,6 +196,7 @@ class PuzzleScreen(Screen):
     @on(RunFinished)
     def _run_finished(self, message: RunFinished) -> None:
         self.running = None
+        self.runs_finished += 1
         self._harness = None
         panel = self.query_one(RunPanel)
         error = message.error
