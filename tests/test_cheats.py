@@ -107,6 +107,16 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
             assert len(errors) >= 3 and min(errors) > 20 * puzzle.correctness.max_rel_l2, correctness
 
 
+def graded_three_times_but(grades: list[dict], puzzles: set[str], owed: set) -> set:
+    """The (puzzle, cheat) pairs `grades` holds, after checking them against the cheats these puzzles ship: each
+    graded three times or more but those still `owed`, and none that ships no longer."""
+    graded = [(g["puzzle"], g["which"]) for g in grades]
+    shipped = {(p.id, f"cheats/{path.stem}") for p, path in CHEATS if p.id in puzzles}
+    assert {c for c in shipped if graded.count(c) >= 3} == shipped - owed
+    assert owed <= shipped and set(graded) <= shipped
+    return set(graded)
+
+
 FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x4_cheats_2026-11-27.json"
 # Graded fewer than three times so far (a call's time limit came first; puzzle1's works_ahead and puzzle11's
 # replace a file that was never graded, or one that ran out of memory on its own answers): grades still owed.
@@ -125,11 +135,8 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
     charged in full, so it reads no faster than the baseline, and its output was not ready when the caller read it;
     the baseline's work run ahead on every input found alive found nothing ahead and reads no faster."""
     recorded = json.loads(FOUR_GPU_CHEATS.read_text())
-    graded = [(g["puzzle"], g["which"]) for g in recorded["grades"]]
-    shipped = {(p.id, f"cheats/{path.stem}") for p, path in CHEATS
-               if p.id in {"puzzle1", "puzzle2", "puzzle3", "puzzle9", "puzzle10", "puzzle11", "puzzle15", "puzzle17"}}
-    assert {c for c in shipped if graded.count(c) >= 3} == shipped - CHEATS_OWED
-    assert CHEATS_OWED <= shipped and set(graded) <= shipped
+    graded_three_times_but(recorded["grades"], {"puzzle1", "puzzle2", "puzzle3", "puzzle9", "puzzle10", "puzzle11",
+                                                "puzzle15", "puzzle17"}, CHEATS_OWED)
     for grade in recorded["grades"]:
         bronze = get_puzzle(grade["puzzle"]).tiers[0].min_speedup
         refused = " ".join(grade["refused_by"])
@@ -154,10 +161,9 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
     misses every checked output by far more than the tolerance; a server that sends no logit, or logits of a model
     that skipped attention, is refused at correctness however right its tokens."""
     recorded = json.loads(TWO_GPU_CHEATS.read_text())
-    graded = [(g["puzzle"], g["which"]) for g in recorded["grades"]]
-    shipped = {(p.id, f"cheats/{path.stem}") for p, path in CHEATS if p.id in {"puzzle8", "puzzle14", "puzzle18"}}
-    assert {c for c in shipped if graded.count(c) >= 3} == shipped - CHEATS_OWED_TWO_GPU
-    assert CHEATS_OWED_TWO_GPU <= shipped and set(graded) == shipped
+    graded = graded_three_times_but(recorded["grades"], {"puzzle8", "puzzle14", "puzzle18"}, CHEATS_OWED_TWO_GPU)
+    assert graded == {(p.id, f"cheats/{path.stem}") for p, path in CHEATS
+                      if p.id in {"puzzle8", "puzzle14", "puzzle18"}}  # every one of them graded once at least
     for grade in recorded["grades"]:
         puzzle, refused = get_puzzle(grade["puzzle"], drafts=True), " ".join(grade["refused_by"])
         assert grade["tier"] == "" and refused.startswith("correctness: "), grade

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file
+from conftest import puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 
 P18 = get_puzzle("puzzle18")
@@ -103,12 +103,8 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
     alone, given = [], [logit for s in served for logit in s.logits]
     for s in served:
         _decode_alone(spec, weights, list(s.request.prompt), s.request.max_new, logits=alone)
-    assert None not in given and _rel_l2(given, alone) < P18.correctness.max_rel_l2 / 5
-
-
-def _rel_l2(got: list[float], expected: list[float]) -> float:
-    got, expected = torch.tensor(got, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64)
-    return float((got - expected).norm() / expected.norm())
+    assert None not in given
+    assert relative_l2(torch.tensor(given), torch.tensor(alone)) < P18.correctness.max_rel_l2 / 5
 
 
 @pytest.mark.parametrize("cheat", ["host_table", "gpu_table", "skips_attention"])

@@ -169,6 +169,17 @@ def with_logits(source: str, line: str, scale: float = 1.0) -> str:
     return source.replace(line, line.replace("[t]", f"[(t, (t / 7 + 1) * {scale})]"))
 
 
+def replayed_asking_for_logits(tmp_path, mine: str, oracle_gives_logits: bool = True) -> dict:
+    """One replay pair of the toy puzzle with [serving] logits on: `mine` against the static oracle, which gives its
+    tokens with their logits unless told not to."""
+    request = serving_request(tmp_path, mine, replays=1)
+    if oracle_gives_logits:
+        baseline = Path(request["workloads"]["baseline"])
+        baseline.write_text(with_logits(baseline.read_text(), "                out[r[0]] = [t]"))
+    request["serving"]["logits"] = True
+    return run_harness(request, tmp_path / "run", 240).result
+
+
 @pytest.mark.parametrize("scale, refused", [(1.0, False), (1.01, True)])
 def test_where_a_puzzle_asks_for_logits_each_tokens_logit_is_checked_against_the_oracles(tmp_path, scale, refused):
     """Issue 37: a server's tokens could come from somewhere else than its model, its logits could not. With
@@ -176,11 +187,7 @@ def test_where_a_puzzle_asks_for_logits_each_tokens_logit_is_checked_against_the
     oracle's: the same give a relative L2 error of 0, 1% off gives 1e-2, against the puzzle's tolerance."""
     from tutor.grading.serving import check_serving_correctness
 
-    request = serving_request(tmp_path, with_logits(CONTINUOUS, "out[r[0]] = [t]", scale), replays=1)
-    baseline = Path(request["workloads"]["baseline"])
-    baseline.write_text(with_logits(baseline.read_text(), "                out[r[0]] = [t]"))
-    request["serving"]["logits"] = True
-    result = run_harness(request, tmp_path / "run", 240).result
+    result = replayed_asking_for_logits(tmp_path, with_logits(CONTINUOUS, "out[r[0]] = [t]", scale))
     logits = result["logits"]
     assert result["mismatches"] == 0 and logits["missing"] == 0 and logits["tokens"] > 2 * 40
     assert logits["rel_l2"] == pytest.approx(scale - 1, abs=1e-9)
@@ -188,14 +195,9 @@ def test_where_a_puzzle_asks_for_logits_each_tokens_logit_is_checked_against_the
 
 
 def test_where_a_puzzle_asks_for_logits_a_token_without_one_is_named(tmp_path):
-    request = serving_request(tmp_path, CONTINUOUS, replays=1)
-    baseline = Path(request["workloads"]["baseline"])
-    baseline.write_text(with_logits(baseline.read_text(), "                out[r[0]] = [t]"))
-    request["serving"]["logits"] = True
-    result = run_harness(request, tmp_path / "run", 240).result
     from tutor.grading.serving import check_serving_correctness
 
-    verdict = check_serving_correctness(result, 5e-3)
+    verdict = check_serving_correctness(replayed_asking_for_logits(tmp_path, CONTINUOUS), 5e-3)
     assert not verdict.passed and "came without their logit" in verdict.summary
 
 
@@ -204,9 +206,7 @@ def test_where_a_puzzle_asks_for_logits_and_its_own_server_gives_none_the_puzzle
     at fault, not the learner, instead of passing logits it never compared."""
     from tutor.grading.serving import check_serving_correctness
 
-    request = serving_request(tmp_path, with_logits(CONTINUOUS, "out[r[0]] = [t]"), replays=1)
-    request["serving"]["logits"] = True
-    result = run_harness(request, tmp_path / "run", 240).result
+    result = replayed_asking_for_logits(tmp_path, with_logits(CONTINUOUS, "out[r[0]] = [t]"), oracle_gives_logits=False)
     assert result["logits"]["oracle_missing"] > 0 and result["logits"]["tokens"] == 0
     verdict = check_serving_correctness(result, 5e-3)
     assert not verdict.passed and "the puzzle is broken" in verdict.summary

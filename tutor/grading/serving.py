@@ -66,12 +66,12 @@ def check_serving_correctness(result: dict, max_rel_l2: float = 0.0) -> Criterio
                          ["Its [serving] logits asks every server for (token, logit) pairs: report it to the "
                           "puzzle's authors (`infprof-tutor dev check` grades its solutions)."])
     if not wrong and logits and (logits["missing"] or logits["rel_l2"] > max_rel_l2):
-        lines = [f"{f'replay {i}' if i else 'warm-up replay'}: logits' relative L2 error {e:.2e}"
-                 for i, e in enumerate(logits["by_replay"])]
         if logits["missing"]:  # no per-replay error: the logits that never came were never compared
             return Criterion("correctness", False, f"{logits['missing']} of {logits['tokens']} tokens came without "
                              "their logit.", ["step() gives each token as a (token, logit) pair: the logit the model "
                                               "gave the token it chose."])
+        lines = [f"{f'replay {i}' if i else 'warm-up replay'}: logits' relative L2 error {e:.2e}"
+                 for i, e in enumerate(logits["by_replay"])]
         return Criterion("correctness", False, f"Every token matches, but the logits do not: relative L2 error "
                          f"{logits['rel_l2']:.2e} in the worst replay, over the {max_rel_l2:g} allowed.",
                          lines + ["Each logit is the model's for the token it chose: a server that does not run "
