@@ -4,7 +4,7 @@ batch ends mid-way; greedy choices never hang on rounding, and the memory never 
 every score depend on the prompt drawn at grade time and every step before it, so no table built in prepare()
 answers a call; a sequence stopped a step late misses the tolerance; the host-run styles and the reference's
 steps run eagerly give the baseline's scores. Its scene was redesigned (issue 37: the tokens follow a public ring,
-so they were answerable by table): its tiers and recordings are measured again before it ships (MEASUREMENTS.md).
+so they were answerable by table), measured on an H200, and ships once an H100 grades it (MEASUREMENTS.md).
 """
 
 from __future__ import annotations
