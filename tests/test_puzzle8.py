@@ -4,7 +4,7 @@ batch ends mid-way; greedy choices never hang on rounding, and the memory never 
 every score depend on the prompt drawn at grade time and every step before it, so no table built in prepare()
 answers a call; a sequence stopped a step late misses the tolerance; the host-run styles and the reference's
 steps run eagerly give the baseline's scores. Its scene was redesigned (issue 37: the tokens follow a public ring,
-so they were answerable by table), measured on an H200, and ships once an H100 grades it (MEASUREMENTS.md).
+so they were answerable by table), measured on an H200 and on an H100, where it ships (MEASUREMENTS.md).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from conftest import decode_with_memory, memory_unread, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 
-PUZZLE = get_puzzle("puzzle8", drafts=True)
+PUZZLE = get_puzzle("puzzle8")
 TOLERANCE = PUZZLE.correctness.max_rel_l2
 NARROW = {"HIDDEN": 256, "FFN": 1024}  # a quarter of the width: the same ring, words and prompts, a CPU's share
 
