@@ -3,17 +3,52 @@
 Encoded with torch.save and read back with `weights_only=True`, which builds tensors and
 containers and never runs code: a reply forged by learner code can lie about its own
 numbers, but cannot take over the process that reads it.
+
+A message carrying more than SPILL_BYTES of tensors (a kernel puzzle's 128-256 MB output, twice a round) goes
+through a file in shared memory instead of the pipe, whose 64 KB writes, and the copies in and out of a buffer,
+cost about 1 s for 256 MB where the file costs a quarter of that (benchmarks/wire_cost.py).
 """
 
 from __future__ import annotations
 
 import io
+import os
+import tempfile
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import torch
 
+SPILL_BYTES = 16 * 2**20
+SPILL_PREFIX = "infprof-wire-"
+SPILL = "spilled to"  # the one key of a message whose body is in a file
+
+
+def spill_dir() -> Path:
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+def tensor_bytes(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(tensor_bytes(v) for v in value)
+    return 0
+
 
 def send(conn: Connection, message: dict) -> None:
+    if tensor_bytes(message) > SPILL_BYTES:
+        fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, dir=spill_dir())
+        try:
+            with os.fdopen(fd, "wb") as file:
+                torch.save(message, file)
+        except BaseException:
+            os.unlink(path)
+            raise
+        message = {SPILL: os.path.basename(path)}  # the reader removes it once read
     buffer = io.BytesIO()
     torch.save(message, buffer)
     conn.send_bytes(buffer.getvalue())
@@ -21,9 +56,24 @@ def send(conn: Connection, message: dict) -> None:
 
 def recv(conn: Connection) -> dict:
     message = torch.load(io.BytesIO(conn.recv_bytes()), weights_only=True)
+    if isinstance(message, dict) and set(message) == {SPILL}:
+        message = _unspilled(message[SPILL])
     if not isinstance(message, dict):
         raise ValueError(f"a worker sent {type(message).__name__}, not a message")
     return message
+
+
+def _unspilled(name) -> dict:
+    """A spilled message's body, read from the file it names and the file removed. Only a file of the spill
+    folder that a sender made is read: a forged name cannot point the reader at another file."""
+    if not (isinstance(name, str) and name.startswith(SPILL_PREFIX) and os.path.basename(name) == name):
+        raise ValueError(f"a worker named {name!r} as its message's file")
+    path = spill_dir() / name
+    try:
+        # mmap: the tensors are read from shared memory where they lie, no copy; the mapping outlives the name.
+        return torch.load(path, weights_only=True, mmap=True)
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def portable(out) -> dict:

@@ -1,0 +1,75 @@
+"""The harness's messages: a large output travels through a file in shared memory, read once and removed; a
+forged message cannot make the reader open any other file."""
+
+from __future__ import annotations
+
+import io
+import os
+import multiprocessing as mp
+
+import pytest
+import torch
+
+from tutor.harness import wire
+
+
+@pytest.fixture
+def pipe(tmp_path, monkeypatch):
+    """Two ends of a pipe, and a spill folder of this test's own (no other test's files in it)."""
+    monkeypatch.setattr(wire, "spill_dir", lambda: tmp_path)
+    ours, theirs = mp.Pipe()
+    yield ours, theirs
+    ours.close()
+    theirs.close()
+
+
+def spilled_files() -> set[str]:
+    return {p.name for p in wire.spill_dir().iterdir()}
+
+
+def test_the_spill_folder_is_shared_memory_where_there_is_one():
+    assert str(wire.spill_dir()) == "/dev/shm" or not os.path.isdir("/dev/shm")
+
+
+def test_a_small_message_goes_through_the_pipe_and_a_large_one_through_a_file_removed_once_read(pipe, monkeypatch):
+    ours, theirs = pipe
+    monkeypatch.setattr(wire, "SPILL_BYTES", 4096)
+    before = spilled_files()
+    assert not before
+    small, large = torch.arange(16.0), torch.randn(64, 64)  # 64 bytes; 16 KB
+    wire.send(theirs, {"out": {"tensor": small}})
+    assert spilled_files() == before
+    assert torch.equal(wire.recv(ours)["out"]["tensor"], small)
+    wire.send(theirs, {"out": [{"tensor": large, "cuda": False}], "n": 3})
+    [name] = spilled_files() - before
+    got = wire.recv(ours)
+    assert spilled_files() == before, name
+    assert got["n"] == 3 and torch.equal(got["out"][0]["tensor"], large) and got["out"][0]["cuda"] is False
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/hostname", "elsewhere.pt", f"{wire.SPILL_PREFIX}x/../y", 7])
+def test_a_message_naming_a_file_not_spilled_by_a_sender_is_refused_unread(pipe, name):
+    ours, theirs = pipe
+    buffer = io.BytesIO()
+    torch.save({wire.SPILL: name}, buffer)
+    theirs.send_bytes(buffer.getvalue())
+    with pytest.raises(ValueError, match="as its message's file"):
+        wire.recv(ours)
+
+
+def test_a_spilled_message_is_still_loaded_without_running_code(pipe, monkeypatch):
+    """The file is read as the pipe is, with weights_only: a pickle that would run code is refused, and the file
+    removed all the same."""
+    ours, theirs = pipe
+    monkeypatch.setattr(wire, "SPILL_BYTES", 0)
+
+    class Runs:
+        def __reduce__(self):
+            return (print, ("ran",))
+
+    before = spilled_files()
+    wire.send(theirs, {"out": Runs(), "pad": torch.zeros(4)})
+    assert len(spilled_files() - before) == 1
+    with pytest.raises(Exception, match="Weights only load failed|Unsupported global"):
+        wire.recv(ours)
+    assert spilled_files() == before  # removed all the same
