@@ -2,9 +2,11 @@
 reference and every alternative puzzle.toml names graded GRADES times each, then the baseline twice.
 
     INFPROF_DRAFTS=1 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/measure_draft.py PUZZLE $OUT [GRADES]
-        [--no-recordings | --recordings-only] [--which reference,alternatives/NAME]
+        [--no-recordings | --recordings-only] [--which reference,alternatives/NAME=3]
 
-GRADES (default 10) is how many times the reference and each alternative are graded. The baseline's
+GRADES (default 10) is how many times the reference and each alternative are graded; in --which, NAME=N grades
+that one N times instead. Run every solution a call grades in one invocation: they share one workspace, so each
+CUDA extension is compiled once (a workspace of its own costs a grade a minute's compile and a profile). The baseline's
 torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline_trace.json.gz; a
 puzzle profiled under Nsight Compute also gets h100_baseline_ncu.csv and, its reference's,
 h100_reference_ncu.csv (the CPU tests' fixture of a learner's fixed kernel).
@@ -49,6 +51,14 @@ def record_ncu(ws, puzzle, out: Path) -> None:
         shutil.copy2(actions.profile(ws, puzzle, which, profiler="ncu").run_dir / "ncu.csv", out / name)
 
 
+def planned_runs(puzzle, grades: int, which: str) -> list[tuple[str, int]]:
+    """(solution, grades) in the order graded: `which`'s (NAME or NAME=GRADES, comma-separated), or every one."""
+    if which:
+        return [(name, int(count) if count else grades) for name, _, count in (w.partition("=") for w in which.split(","))]
+    # The baseline last: that it earns no tier matters least, and a run stopped at its limit keeps the rest.
+    return [("reference", grades), *((f"alternatives/{name}", grades) for name in puzzle.alternatives), ("baseline", 2)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("puzzle")
@@ -56,7 +66,8 @@ def main() -> None:
     parser.add_argument("grades", type=int, nargs="?", default=10)
     parser.add_argument("--no-recordings", action="store_true", help="grade only: the recordings are in hand")
     parser.add_argument("--recordings-only", action="store_true", help="record only: the grades are in hand")
-    parser.add_argument("--which", default="", help="comma-separated solutions to grade (default: all, baseline last)")
+    parser.add_argument("--which", default="", help="comma-separated solutions to grade, each NAME or NAME=GRADES "
+                        "(default: all, baseline last)")
     args = parser.parse_args()
     os.environ["INFPROF_DRAFTS"] = "1"
     sys.path.insert(0, str(ROOT))
@@ -76,12 +87,7 @@ def main() -> None:
         print(f"recordings: {time.monotonic() - started:.1f} s", flush=True)
     if args.recordings_only:
         return
-    # The baseline last: that it earns no tier matters least, and a run stopped at its limit keeps the rest.
-    runs = [("reference", args.grades), *((f"alternatives/{name}", args.grades) for name in puzzle.alternatives),
-            ("baseline", 2)]
-    if args.which:
-        runs = [(which, args.grades) for which in args.which.split(",")]
-    for which, count in runs:
+    for which, count in planned_runs(puzzle, args.grades, args.which):
         name = which.replace("/", "_")
         subprocess.run([sys.executable, "benchmarks/grade_stability.py", args.puzzle, "--runs", str(count), "--which",
                         which, "--json", str(args.out / f"{args.puzzle}_{name}.json"), "--workspace", str(ws.root)],

@@ -128,3 +128,18 @@ def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tm
     assert (recordings / "recorded_on.txt").read_text() == "an A100 (80 GB)\n"
     with pytest.raises(SystemExit, match="no h100_baseline_metrics.json"):
         installer.install(results, "puzzle12", None, root)
+
+
+def test_a_device_call_grades_each_solution_it_names_as_many_times_as_it_says():
+    """benchmarks/measure_draft.py --which: NAME=N grades NAME N times, a bare NAME the call's GRADES; no --which,
+    every solution GRADES times and the baseline twice, last."""
+    from pathlib import Path
+
+    from tutor.harness.loading import load_module
+
+    draft = load_module(Path(__file__).parents[1] / "benchmarks" / "measure_draft.py", "measure_draft", ())
+    puzzle = get_puzzle("puzzle14", drafts=True)
+    assert draft.planned_runs(puzzle, 1, "reference=3,alternatives/triton_sorted") == \
+        [("reference", 3), ("alternatives/triton_sorted", 1)]
+    every = draft.planned_runs(puzzle, 5, "")
+    assert every[0] == ("reference", 5) and every[-1] == ("baseline", 2) and len(every) == 2 + len(puzzle.alternatives)
