@@ -73,3 +73,26 @@ def test_a_spilled_message_is_still_loaded_without_running_code(pipe, monkeypatc
     with pytest.raises(Exception, match="Weights only load failed|Unsupported global"):
         wire.recv(ours)
     assert spilled_files() == before  # removed all the same
+
+
+LARGE = """
+import torch
+def prepare(weights, device):
+    return weights
+def forward(state, x):
+    return (x * state["w"]).repeat(1_100_000) * SCALE  # 4.4M floats, 17.6 MB: over SPILL_BYTES
+"""
+
+
+def test_a_runs_large_outputs_travel_through_shared_memory_whole_and_leave_nothing_there(make_request, tmp_path):
+    """A harness run whose outputs are spilled (17.6 MB each, over SPILL_BYTES): a candidate off by a factor of 2
+    everywhere reads a relative error of exactly 1 in every check, so every value arrived as sent; and no spilled
+    file outlives the run."""
+    from tutor.runner import run_harness
+
+    before = set(wire.spill_dir().glob(f"{wire.SPILL_PREFIX}*"))
+    request = make_request(baseline=LARGE.replace("SCALE", "1"), mine=LARGE.replace("SCALE", "2"))
+    result = run_harness({**request, "timing": {"warmup": 1, "rounds": 1}}, tmp_path / "run", 120).result
+    checks = result["checks"] + result["timed_checks"]
+    assert len(checks) >= 4 and all(c["rel_l2"] == 1.0 for c in checks), checks
+    assert set(wire.spill_dir().glob(f"{wire.SPILL_PREFIX}*")) <= before
