@@ -71,6 +71,10 @@ async def wait_until(pilot, condition, timeout: float = RUN_TIMEOUT_S, what: str
         await pilot.pause(0.1)
 
 
+def harness_started(screen) -> bool:
+    return screen._harness is not None and screen._harness._proc is not None
+
+
 async def open_puzzle0(pilot) -> PuzzleScreen:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, BrowserScreen), 10, "the browser")
     await pilot.press("enter")
@@ -322,7 +326,7 @@ async def test_the_app_warms_a_harness_it_owns_and_its_runs_fork_from_it(workspa
             assert "● harness warm" in str(screen.query_one("#standing").render())
             assert harness.ask("status")["owners"] == [os.getpid()]
             await pilot.press("g")
-            await wait_until(pilot, lambda: screen._harness is not None and screen._harness._proc is not None, 30)
+            await wait_until(pilot, lambda: harness_started(screen), RUN_TIMEOUT_S)
             run = screen._harness
             await wait_until(pilot, lambda: screen.running is None, what="the run to end")
             assert run.warm, panel_text(screen)
@@ -389,10 +393,10 @@ async def test_m_shows_what_this_machine_has_as_doctor_says_it(workspace):
 async def test_cancel_kills_the_workload_process(workspace):
     async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")
-        await wait_until(pilot, lambda: screen._harness is not None and screen._harness._proc is not None, 30)
+        await wait_until(pilot, lambda: harness_started(screen), RUN_TIMEOUT_S)
         harness = screen._harness
         await pilot.press("c")
-        await wait_until(pilot, lambda: screen.running is None, 30, "the cancelled run to end")
+        await wait_until(pilot, lambda: screen.running is None, RUN_TIMEOUT_S, "the cancelled run to end")
         await pilot.pause()
         assert harness._proc.poll() is not None  # the subprocess is gone
         assert panel_text(screen).startswith("Cancelled")
@@ -450,7 +454,7 @@ async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(w
         assert "every save re-checks" in str(screen.query_one("#standing").render())
         await pilot.pause(0.5)  # let the watcher start before the save
         (workspace.root / "puzzle0" / "workload.py").write_text((solution / "workload.py").read_text())
-        await wait_until(pilot, lambda: screen.running is not None, 30, "watch mode to start a run")
+        await wait_until(pilot, lambda: screen.running is not None, RUN_TIMEOUT_S, "watch mode to start a run")
         assert screen.running.key == "check" and "after your save of workload.py" in panel_text(screen)
         await finish_run(pilot, screen)
         text = panel_text(screen)
@@ -465,7 +469,7 @@ async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(w
 
         # A save of a broken answer.toml: checked too, and the line at fault shown.
         (workspace.root / "puzzle0" / "answer.toml").write_text('bottleneck = "cpu_overhead"\nvalue = [1,\n')
-        await wait_until(pilot, lambda: len(check_requests(workspace)) == 2, 30, "the second check")
+        await wait_until(pilot, lambda: len(check_requests(workspace)) == 2, RUN_TIMEOUT_S, "the second check")
         await finish_run(pilot, screen)
         text = panel_text(screen)
         assert "✗ answer.toml, line 2: not valid TOML" in text and "bracket or quote left open" in text
@@ -480,10 +484,10 @@ async def test_a_save_during_a_quick_check_restarts_it(workspace):
         await pilot.press("w")
         await wait_until(pilot, lambda: screen.watching, 5)
         screen.action_run("check")
-        await wait_until(pilot, lambda: screen._harness is not None and screen._harness._proc is not None, 30)
+        await wait_until(pilot, lambda: harness_started(screen), RUN_TIMEOUT_S)
         first = screen._harness
         screen.post_message(FilesSaved([workspace.root / "puzzle0" / "workload.py"]))
-        await wait_until(pilot, lambda: screen._harness not in (None, first), 30, "the check to restart")
+        await wait_until(pilot, lambda: screen._harness not in (None, first), RUN_TIMEOUT_S, "the check to restart")
         assert first._proc.poll() is not None  # the stale check's process is gone
         await finish_run(pilot, screen)
         assert panel_text(screen).startswith("Quick check · correct")
@@ -495,7 +499,7 @@ async def test_a_save_during_a_grade_lets_it_finish_then_checks(workspace):
         await pilot.press("w")
         await wait_until(pilot, lambda: screen.watching, 5)
         await pilot.press("g")
-        await wait_until(pilot, lambda: screen._harness is not None, 30)
+        await wait_until(pilot, lambda: screen._harness is not None, RUN_TIMEOUT_S)
         screen.post_message(FilesSaved([workspace.root / "puzzle0" / "workload.py"]))
         await wait_until(pilot, lambda: screen.running is not None and screen.running.key == "check", what="the check")
         assert len(Progress(workspace.db_path).attempts("puzzle0")) == 1  # the grade ran to its end
