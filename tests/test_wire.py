@@ -12,6 +12,8 @@ import torch
 
 from tutor.harness import wire
 
+REAL_SAVE = torch.save
+
 
 @pytest.fixture
 def pipe(tmp_path, monkeypatch):
@@ -45,6 +47,21 @@ def test_a_small_message_goes_through_the_pipe_and_a_large_one_through_a_file_re
     got = wire.recv(ours)
     assert spilled_files() == before, name
     assert got["n"] == 3 and torch.equal(got["out"][0]["tensor"], large) and got["out"][0]["cuda"] is False
+
+
+def test_a_spill_folder_without_room_sends_through_the_pipe_and_leaves_nothing(pipe, monkeypatch):
+    ours, theirs = pipe
+    monkeypatch.setattr(wire, "SPILL_BYTES", 0)
+
+    def save_to_memory_only(obj, f, *args, **kwargs):
+        if not isinstance(f, io.BytesIO):
+            raise OSError(28, "No space left on device")
+        return REAL_SAVE(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(wire.torch, "save", save_to_memory_only)
+    wire.send(theirs, {"out": torch.ones(8)})
+    assert not spilled_files()
+    assert torch.equal(wire.recv(ours)["out"], torch.ones(8))
 
 
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/hostname", "elsewhere.pt", f"{wire.SPILL_PREFIX}x/../y", 7])

@@ -41,17 +41,26 @@ def tensor_bytes(value) -> int:
 
 def send(conn: Connection, message: dict) -> None:
     if tensor_bytes(message) > SPILL_BYTES:
-        fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, dir=spill_dir())
-        try:
-            with os.fdopen(fd, "wb") as file:
-                torch.save(message, file)
-        except BaseException:
-            os.unlink(path)
-            raise
-        message = {SPILL: os.path.basename(path)}  # the reader removes it once read
+        message = _spilled(message)
     buffer = io.BytesIO()
     torch.save(message, buffer)
     conn.send_bytes(buffer.getvalue())
+
+
+def _spilled(message: dict) -> dict:
+    """The message written to a file of the spill folder, and the message naming it that the pipe carries instead
+    (the reader removes the file once read); the message itself where the folder has no room for it."""
+    fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, dir=spill_dir())
+    try:
+        with os.fdopen(fd, "wb") as file:
+            torch.save(message, file)
+    except OSError:  # shared memory full: the pipe is slower, not wrong
+        os.unlink(path)
+        return message
+    except BaseException:
+        os.unlink(path)
+        raise
+    return {SPILL: os.path.basename(path)}
 
 
 def recv(conn: Connection) -> dict:
