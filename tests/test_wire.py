@@ -64,6 +64,15 @@ def test_a_spill_folder_without_room_sends_through_the_pipe_and_leaves_nothing(p
     assert torch.equal(wire.recv(ours)["out"], torch.ones(8))
 
 
+def test_a_spill_folder_too_small_for_the_message_is_not_tried(pipe, monkeypatch):
+    ours, theirs = pipe
+    monkeypatch.setattr(wire, "SPILL_BYTES", 0)
+    monkeypatch.setattr(wire, "_room", lambda folder: 64)  # bytes free: less than twice the 32 the message holds
+    wire.send(theirs, {"out": torch.ones(8)})
+    assert not spilled_files()
+    assert torch.equal(wire.recv(ours)["out"], torch.ones(8))
+
+
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/hostname", "elsewhere.pt", f"{wire.SPILL_PREFIX}x/../y", 7])
 def test_a_message_naming_a_file_not_spilled_by_a_sender_is_refused_unread(pipe, name):
     ours, theirs = pipe

@@ -40,11 +40,17 @@ def tensor_bytes(value) -> int:
 
 
 def send(conn: Connection, message: dict) -> None:
-    if tensor_bytes(message) > SPILL_BYTES:
+    size = tensor_bytes(message)
+    if size > SPILL_BYTES and _room(spill_dir()) > 2 * size:  # a container's /dev/shm may be 64 MB
         message = _spilled(message)
     buffer = io.BytesIO()
     torch.save(message, buffer)
     conn.send_bytes(buffer.getvalue())
+
+
+def _room(folder: Path) -> int:
+    stat = os.statvfs(folder)
+    return stat.f_bavail * stat.f_frsize
 
 
 def _spilled(message: dict) -> dict:
