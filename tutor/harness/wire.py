@@ -41,8 +41,10 @@ def tensor_bytes(value) -> int:
 
 def send(conn: Connection, message: dict) -> None:
     size = tensor_bytes(message)
-    if size > SPILL_BYTES and _room(spill_dir()) > 2 * size:  # a container's /dev/shm may be 64 MB
-        message = _spilled(message)
+    if size > SPILL_BYTES:
+        folder = spill_dir()
+        if _room(folder) > 2 * size:  # a container's /dev/shm may be 64 MB
+            message = _spilled(message, folder)
     buffer = io.BytesIO()
     torch.save(message, buffer)
     conn.send_bytes(buffer.getvalue())
@@ -53,10 +55,10 @@ def _room(folder: Path) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
-def _spilled(message: dict) -> dict:
+def _spilled(message: dict, folder: Path) -> dict:
     """The message written to a file of the spill folder, and the message naming it that the pipe carries instead
     (the reader removes the file once read); the message itself where the folder has no room for it."""
-    fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, dir=spill_dir())
+    fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, dir=folder)
     try:
         with os.fdopen(fd, "wb") as file:
             torch.save(message, file)
