@@ -97,14 +97,15 @@ def main() -> int:
     parser.add_argument("--rounds", default="", help="comma-separated round counts to alternate (default: the puzzle's)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--workspace", type=Path, help="a scratch workspace to use and keep (default: a new one); "
-                        "runs sharing one share its compile caches, so a CUDA extension is built once")
+                        "runs sharing one share its compile caches, so a CUDA extension is built once, and its "
+                        "profiles of the baseline, so the baseline is profiled once")
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     arms = [int(r) for r in args.rounds.split(",") if r] or [None]
     ws = init_workspace(args.workspace, remember=False) if args.workspace else scratch_workspace("infprof-stability-")
 
     t0 = time.monotonic()
-    ready_to_grade(ws, puzzle, args.which)
+    ready_to_grade(ws, puzzle, args.which, reuse_baseline=args.workspace is not None)
     print(f"profile baseline (and install the reference): {time.monotonic() - t0:.1f} s", flush=True)
 
     rows = []

@@ -9,6 +9,8 @@ import pytest
 
 from tutor import actions
 from tutor.catalog import NO_TIER, all_puzzles, get_puzzle
+from tutor.grading.answer import read_answer
+from tutor.progress import Progress
 from tutor.reference import ready_to_grade
 
 GPU_PUZZLES = [p.id for p in all_puzzles().values() if p.hardware.device == "cuda"]
@@ -33,14 +35,19 @@ def test_puzzle0_reference_solves_it(workspace):
 
 def test_the_baseline_made_ready_after_a_solution_is_the_starter_again(workspace, small_puzzle0):
     """benchmarks/measure_draft.py grades every solution of a puzzle in one workspace (one compile cache):
-    the baseline's turn, last, must not grade the workload the solution before it left in place. (puzzle0 at 256
-    rows, tests/conftest.py: its profile makes the answer ready, and its size is not what this tests.)"""
+    the baseline's turn, last, must not grade the workload the solution before it left in place; and it profiles
+    the baseline once, reusing that profile. (puzzle0 at 256 rows, tests/conftest.py: its profile makes the answer
+    ready, and its size is not what this tests.)"""
     puzzle = small_puzzle0
-    ready_to_grade(workspace, puzzle)
+    ready_to_grade(workspace, puzzle, reuse_baseline=True)
     assert workspace.editable_path(puzzle, "workload.py").read_text() == (puzzle.solution_dir / "workload.py").read_text()
-    ready_to_grade(workspace, puzzle, "baseline")
+    cited = read_answer(workspace.editable_path(puzzle, "answer.toml")).evidence
+    ready_to_grade(workspace, puzzle, "alternatives/numpy_vectorised", reuse_baseline=True)
+    assert read_answer(workspace.editable_path(puzzle, "answer.toml")).evidence == cited
+    ready_to_grade(workspace, puzzle, "baseline", reuse_baseline=True)
     for name in puzzle.editable:
         assert workspace.editable_path(puzzle, name).read_text() == puzzle.starter_file(name).read_text()
+    assert Progress(workspace.db_path).db["profiles"].count_where("puzzle = ?", [puzzle.id]) == 1
 
 
 @pytest.mark.gpu

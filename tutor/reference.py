@@ -16,25 +16,29 @@ from tutor import actions
 from tutor.catalog import Puzzle
 from tutor.grading.answer import read_answer
 from tutor.grading.puzzle_checks import grader_module
+from tutor.metrics import ProfileMetrics
 from tutor.profilers.registry import profiler_giving
+from tutor.progress import Progress
 from tutor.workspace import Workspace
 
 
-def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> None:
+def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference", reuse_baseline: bool = False) -> None:
     """Profile the baseline (the diagnosis checks against it); with which="reference", install the solution;
     with which="baseline", put the starter files back.
+
+    With reuse_baseline, a profile of the baseline this workspace already has stands for a new one (the baseline
+    never changes): a benchmark grading every solution of a puzzle in one workspace profiles it once.
 
     A puzzle whose answer reports what happened in the run (puzzle3: GemLite's choice on this
     machine) learns it as a learner can: from the report of a first grade, of the starter files.
     With which="alternatives/<name>", the reference's answer goes with that alternative's workload.py.
     """
-    profile = actions.profile(ws, puzzle, "baseline")
+    values = dict(baseline_metrics(ws, puzzle, "torch", reuse_baseline))
     if which == "baseline":  # the starter files, in a workspace an earlier run gave another solution
         ws.reset(puzzle)
         return
-    values = dict(profile.metrics.values)
     for other in other_profilers_cited(puzzle):  # their evidence comes from their own profile of the baseline
-        values.update(actions.profile(ws, puzzle, "baseline", profiler=other).metrics.values)
+        values.update(baseline_metrics(ws, puzzle, other, reuse_baseline))
     grader = grader_module(puzzle)
     facts = actions.grade(ws, puzzle).facts if hasattr(grader, "answer_from_facts") else {}
     expected = puzzle.alternatives[which.removeprefix("alternatives/")] if which.startswith("alternatives/") else ""
@@ -44,7 +48,17 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference") -> N
     below = expected != "" and (expected not in names or names.index(expected) < needed)
     without = {"kernel_evidence"} if below else set()
     install_reference(ws, puzzle, values, grader.answer_from_facts(facts) if facts else {},
-                      puzzle.solution_path(which), without)
+                      puzzle.solution_path(which), without, reuse_baseline)
+
+
+def baseline_metrics(ws: Workspace, puzzle: Puzzle, profiler: str, reuse: bool = False) -> dict[str, float]:
+    """The baseline's metrics from `profiler`: with `reuse`, this workspace's newest such profile if it has one,
+    else a new profile."""
+    if reuse:
+        for row in Progress(ws.db_path).latest_profiles(puzzle.id, "baseline"):
+            if row["profiler"] == profiler:
+                return ProfileMetrics.from_json(row["metrics_json"]).values
+    return actions.profile(ws, puzzle, "baseline", profiler=profiler).metrics.values
 
 
 def other_profilers_cited(puzzle: Puzzle) -> list[str]:
@@ -55,13 +69,14 @@ def other_profilers_cited(puzzle: Puzzle) -> list[str]:
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],
                       reported: dict[str, dict] | None = None, workload: Path | None = None,
-                      without: set[str] = frozenset()) -> None:
+                      without: set[str] = frozenset(), reuse_baseline: bool = False) -> None:
     """The solution's files, and its answer.toml with `profile_values` (the baseline's torch profile) cited.
 
     `reported` replaces tables of the solution's answer with what the run showed. A
     [kernel_evidence] table (a kernel puzzle's) cites Nsight Compute numbers of the baseline and of the
     solution itself: those two profiles are taken here, after the solution is in place. `workload`
-    replaces the solution's workload.py (an honest alternative); tables in `without` are left out.
+    replaces the solution's workload.py (an honest alternative); tables in `without` are left out;
+    `reuse_baseline` as ready_to_grade's.
     """
     for name in puzzle.editable:
         if name != "answer.toml":
@@ -77,14 +92,12 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
     tables.update(reported or {})
     tables = {k: v for k, v in tables.items() if k not in without}
     if "kernel_evidence" in tables:
-        tables["kernel_evidence"] = _kernel_evidence(ws, puzzle, tables["kernel_evidence"]["metric"])
+        tables["kernel_evidence"] = _kernel_evidence(ws, puzzle, tables["kernel_evidence"]["metric"], reuse_baseline)
     for table, entries in tables.items():
         lines += ["", f"[{table}]", *(f"{key} = {json.dumps(value)}" for key, value in entries.items())]
     ws.editable_path(puzzle, "answer.toml").write_text("\n".join(lines) + "\n")
 
 
-def _kernel_evidence(ws: Workspace, puzzle: Puzzle, metric: str) -> dict:
-    cited = {"metric": metric}
-    for which in ("baseline", "mine"):
-        cited[which] = actions.profile(ws, puzzle, which, profiler="ncu").metrics.values[metric]
-    return cited
+def _kernel_evidence(ws: Workspace, puzzle: Puzzle, metric: str, reuse_baseline: bool) -> dict:
+    return {"metric": metric, "baseline": baseline_metrics(ws, puzzle, "ncu", reuse_baseline)[metric],
+            "mine": actions.profile(ws, puzzle, "mine", profiler="ncu").metrics.values[metric]}
