@@ -226,8 +226,8 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
 
 
 # The scenes redesigned for issue 37: puzzle8 graded on 2 x H200 and then on an H100, where it shipped (its grade
-# fixtures above); puzzle14 graded on both too, a draft until the H100 grades its reference five times
-# (benchmarks/measure_draft.py; its MEASUREMENTS.md).
+# fixtures above); puzzle14 graded on both too, and puzzle20 (issue 38) on an H100: drafts until each alternative
+# has the grades issue 14's bar asks (benchmarks/measure_draft.py; their MEASUREMENTS.md).
 DRAFT_FIXTURES = [Path(__file__).parent / "fixtures" / f"{card}_draft_grades_2026-11-27.json" for card in ("h200", "h100")]
 
 
@@ -250,6 +250,20 @@ def test_a_redesigned_scenes_tiers_sit_between_its_styles_as_an_h100_and_an_h200
     styles = {"reference", *(f"alternatives/{name}" for name in puzzle.alternatives)}
     assert {card: {g["which"] for g in grades} for card, grades in by_card.items()} == {"h100": styles, "h200": styles}
     grades = by_card["h100"] + by_card["h200"]
+    for bars in (0.9, 1.0, 1.1):
+        assert [reached(g, bars) for g in grades] == [expected_tier(g) for g in grades], bars
+
+
+@pytest.mark.parametrize("puzzle_id", ["puzzle14", "puzzle20"])
+def test_a_drafts_grades_each_read_its_tier_with_every_bar_10_percent_higher_or_lower(puzzle_id):
+    """A draft's bars are set from its grades before it has them all: the reference graded five times on the H100,
+    every style at least once, and no grade within 10% of a bar."""
+    puzzle = get_puzzle(puzzle_id, drafts=True)
+    assert puzzle.draft
+    grades = [g for card, found in grades_by_card(puzzle_id).items() for g in found]
+    assert {g["which"] for g in grades} == {"reference", *(f"alternatives/{name}" for name in puzzle.alternatives)}
+    assert sum(g["which"] == "reference" for g in grades_by_card(puzzle_id)["h100"]) >= 5
+    tiers_read_as_then(grades)
     for bars in (0.9, 1.0, 1.1):
         assert [reached(g, bars) for g in grades] == [expected_tier(g) for g in grades], bars
 

@@ -3,7 +3,8 @@ input, every other input-shaped tensor it finds alive (the garbage collector's o
 call on one of them from that table: where a round's inputs were made before its untimed warm call, or the GPU
 clock's before the loop, the timed calls would read almost nothing. Must get: no more than the honest work it
 does (each input is made only once the call before it returned, so there is nothing ahead to find; its own
-norms are torch's eager ops, several passes over the rows: no tier above what they earn)."""
+norms are torch's eager ops, several passes over the rows: no tier above what they earn). Its table holds one
+call's finds: 256 MB a norm, a table kept across calls filled the H100's memory (MEASUREMENTS.md)."""
 
 import gc
 
@@ -25,8 +26,9 @@ def prepare(weights: dict, device: str):
 
 
 def forward(state: dict, x: torch.Tensor) -> torch.Tensor:
+    found = table.pop(key(x), None)
+    table.clear()  # only the finds of this call are kept for the next one
     for o in gc.get_objects():
         if type(o) is torch.Tensor and o is not x and o.is_cuda and o.shape == x.shape and o.dtype == x.dtype:
-            table.setdefault(key(o), norm(o, state["gain"]))
-    found = table.pop(key(x), None)
+            table[key(o)] = norm(o, state["gain"])
     return found if found is not None else norm(x, state["gain"])
