@@ -150,13 +150,19 @@ def test_a_bad_answer_toml_gets_a_panel_with_the_line_at_fault_after_the_verdict
     assert attempt["passed"] == 0
 
 
+# `infprof-tutor watch`, its threads' stacks written to stderr on SIGUSR1.
+WATCH_WITH_STACKS = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+                     "from tutor.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
 def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspace):
     """A real `infprof-tutor watch puzzle0`: a check at start, one per save, Ctrl-C kills a check in progress."""
     from tutor.catalog import get_puzzle
 
     folder = in_workspace.root / "puzzle0"
-    proc = subprocess.Popen([sys.executable, "-m", "tutor.cli", "watch", "puzzle0"], cwd=in_workspace.root, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "100"})
+    proc = subprocess.Popen([sys.executable, "-c", WATCH_WITH_STACKS, "watch", "puzzle0"], cwd=in_workspace.root,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "COLUMNS": "100"})
     err, out = _Lines(proc.stderr), _Lines(proc.stdout)
     try:
         err.wait_for("Watching", count=1)
@@ -172,7 +178,12 @@ def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspac
                                             "def forward(s, x):\n    time.sleep(3600)\n")
         err.wait_for("your workload: compiling", count=3)  # the third check is stuck in forward()
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
+        try:
+            assert proc.wait(30) == 0
+        except subprocess.TimeoutExpired:  # once in a loaded suite: where each thread of it waits, to find why
+            proc.send_signal(signal.SIGUSR1)
+            err.done.wait(5)
+            raise AssertionError("watch did not stop within 30 s of Ctrl-C:\n" + err.text[-6000:]) from None
     finally:
         proc.kill()
     err.done.wait(10)
