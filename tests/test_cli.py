@@ -150,6 +150,11 @@ def test_a_bad_answer_toml_gets_a_panel_with_the_line_at_fault_after_the_verdict
     assert attempt["passed"] == 0
 
 
+def _ctrl_c_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 # `infprof-tutor watch`, its threads' stacks written to stderr on SIGUSR1.
 WATCH_WITH_STACKS = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
                      "from tutor.cli import main; sys.exit(main(sys.argv[1:]))")
@@ -160,9 +165,11 @@ def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspac
     from tutor.catalog import get_puzzle
 
     folder = in_workspace.root / "puzzle0"
+    # Started with Ctrl-C ignored, as a test process or a shell's background job may hand it on: watch says Ctrl-C
+    # stops it, and it must.
     proc = subprocess.Popen([sys.executable, "-c", WATCH_WITH_STACKS, "watch", "puzzle0"], cwd=in_workspace.root,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": "100"})
+                            env={**os.environ, "COLUMNS": "100"}, preexec_fn=_ctrl_c_ignored)
     err, out = _Lines(proc.stderr), _Lines(proc.stdout)
     try:
         err.wait_for("Watching", count=1)

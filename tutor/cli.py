@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -162,6 +163,7 @@ def cmd_watch(args) -> int:
         err_console.print(f"Watching {', '.join(p.editable)} in {folder}: save to check again, Ctrl-C to stop.",
                           highlight=False)
 
+    ctrl_c_stops()
     start_warm_harness()  # this command owns it: it ends with the watch
     try:
         check("of your files")
@@ -172,6 +174,13 @@ def cmd_watch(args) -> int:
             run.cancel()
         err_console.print("Stopped watching.")
     return 0
+
+
+def ctrl_c_stops() -> None:
+    """Ctrl-C is how watch stops, also where it was started with SIGINT ignored or blocked (a shell's background job
+    hands that on, as a test runner's worker may): the interpreter then never turns it into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def start_warm_harness() -> None:
