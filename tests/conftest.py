@@ -216,6 +216,41 @@ def small_puzzle0(tmp_path_factory):
     return load_puzzle(folder)
 
 
+@pytest.fixture(scope="session")
+def puzzle0_profile(tmp_path_factory, worker_id) -> dict:
+    """The full-size puzzle0 baseline's torch profile, taken once for all the session's test processes (9 s of CPU
+    each time): the row a progress db keeps of it, for `with_puzzle0_profile`."""
+    import fcntl
+
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+    from tutor.progress import Progress
+    from tutor.workspace import init_workspace
+
+    # pytest-xdist's workers share the folder above their own; a session without it has its own folder.
+    shared = tmp_path_factory.getbasetemp().parent if worker_id != "master" else tmp_path_factory.getbasetemp()
+    with open(shared / "puzzle0-profile.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ws = init_workspace(shared / "puzzle0-profiled", remember=False)
+        if not Progress(ws.db_path).latest_profiles("puzzle0", "baseline"):
+            actions.profile(ws, get_puzzle("puzzle0"), "baseline")
+        [row] = Progress(ws.db_path).latest_profiles("puzzle0", "baseline")
+    return row
+
+
+@pytest.fixture
+def with_puzzle0_profile(workspace, puzzle0_profile):
+    """`workspace` holding the full-size puzzle0 baseline's profile as its own, as if the learner had just taken it."""
+    from tutor.metrics import ProfileMetrics
+    from tutor.progress import Progress
+
+    row = puzzle0_profile
+    Progress(workspace.db_path).record_profile("puzzle0", "baseline", row["code_hash"],
+                                               ProfileMetrics.from_json(row["metrics_json"]), Path(row["trace_path"]),
+                                               Path(row["run_dir"]))
+    return workspace
+
+
 @pytest.fixture
 def small_catalog(monkeypatch, small_puzzle0):
     """The catalog with the small puzzle0 in place of puzzle0: for tests of the tutor's own flows (the app, the CLI,

@@ -392,10 +392,10 @@ except PermissionError:
     assert "tried to open the reference solution" in rejected(verdict, "fair play")
 
 
-def test_writing_into_the_progress_db_is_refused(workspace, grade_as_mine):
-    puzzle = get_puzzle("puzzle0")
-    # The harness's own writes still work: a profile's trace lands under .infprof/runs/.
-    outcome = actions.profile(workspace, puzzle, "baseline")
+def test_writing_into_the_progress_db_is_refused(workspace, grade_as_mine, small_puzzle0):
+    # The harness's own writes still work: a profile's trace lands under .infprof/runs/ (the small puzzle0's: a
+    # profile of the full one took 15 s of CPU, and its size is not what this tests).
+    outcome = actions.profile(workspace, small_puzzle0, "baseline")
     assert outcome.trace_path.is_file() and workspace.runs_dir in outcome.trace_path.parents
     verdict = grade_as_mine(workspace, SOLVE + """
 import sqlite3, time

@@ -27,8 +27,11 @@ def solve(workspace, puzzle_id):
     return actions.grade(workspace, puzzle)
 
 
-def test_puzzle0_reference_solves_it(workspace):
-    verdict = solve(workspace, "puzzle0")
+def test_puzzle0_reference_solves_it(with_puzzle0_profile):
+    workspace = with_puzzle0_profile  # the baseline profiled once for every puzzle0 test of the session
+    puzzle = get_puzzle("puzzle0")
+    ready_to_grade(workspace, puzzle, reuse_baseline=True)
+    verdict = actions.grade(workspace, puzzle)
     assert verdict.passed, [(c.name, c.summary, c.details) for c in verdict.criteria]
     assert TIERS.index(verdict.tier) >= TIERS.index(EXPECTED_TIER["puzzle0"])
 
@@ -72,8 +75,9 @@ ALTERNATIVES = [(p.id, name) for p in all_puzzles().values() for name in p.alter
 
 
 @pytest.mark.parametrize("puzzle_id, name", [a for a in ALTERNATIVES if get_puzzle(a[0]).hardware.device == "cpu"])
-def test_cpu_alternatives_reach_their_tier(workspace, puzzle_id, name):
-    check_alternative(workspace, puzzle_id, name)
+def test_cpu_alternatives_reach_their_tier(with_puzzle0_profile, puzzle_id, name):
+    assert puzzle_id == "puzzle0"  # the one CPU puzzle: its baseline profiled once for the session
+    check_alternative(with_puzzle0_profile, puzzle_id, name, reuse_baseline=True)
 
 
 @pytest.mark.gpu
@@ -82,10 +86,10 @@ def test_gpu_alternatives_reach_their_tier(workspace, puzzle_id, name):
     check_alternative(workspace, puzzle_id, name)
 
 
-def check_alternative(workspace, puzzle_id: str, name: str) -> None:
+def check_alternative(workspace, puzzle_id: str, name: str, reuse_baseline: bool = False) -> None:
     """An honest solution in another style (puzzle.toml [alternatives]) reaches the tier its puzzle says it deserves."""
     puzzle = get_puzzle(puzzle_id)
-    ready_to_grade(workspace, puzzle, f"alternatives/{name}")
+    ready_to_grade(workspace, puzzle, f"alternatives/{name}", reuse_baseline)
     verdict = actions.grade(workspace, puzzle)
     print(puzzle_id, name, verdict.tier, verdict.speedups, verdict.gpu_speedups, verdict.timings_ms)
     expected = puzzle.alternatives[name]
