@@ -11,8 +11,10 @@ import os
 import signal
 import subprocess
 import tempfile
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -128,6 +130,57 @@ def test_a_warm_run_that_hangs_is_stopped_with_what_it_started(warm, make_reques
     assert wait_for(lambda: not alive(run._proc.pid))
     assert wait_for(lambda: not alive(int(marker.read_text())))
     assert warm.state() == "ready"  # the warm harness serves the next run
+
+
+# A tutor process that starts a run and is then killed outright (its terminal closed), run by the test as a script.
+CALLER = """
+import json, sys
+from pathlib import Path
+from tutor.runner import run_harness
+run_harness(json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2]), 600)
+"""
+
+
+def in_folder(folder) -> list[int]:
+    """The processes whose working folder is `folder` (a run's processes work in its run folder)."""
+    pids = []
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if os.readlink(cwd) == str(folder):
+                pids.append(int(cwd.parent.name))
+        except OSError:
+            pass  # gone meanwhile, or not ours to read
+    return pids
+
+
+@pytest.mark.parametrize("mode", ["require", "0"])
+def test_a_run_whose_caller_is_killed_outright_ends_with_it(warm, make_request, tmp_path, monkeypatch, mode):
+    """Warm, the warm harness sees the caller hang up and stops the run; cold, the run is sent SIGTERM as its parent
+    dies. Either way nothing of it is left, what learner code started included."""
+    monkeypatch.setenv("INFPROF_WARM", mode)
+    marker = tmp_path / "grandchild.pid"
+    request = make_request(mine=f"""
+        import os, time
+        def prepare(weights, device):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(600)
+                os._exit(0)
+            open({str(marker)!r}, "w").write(str(pid))
+            return weights
+        def forward(state, x):
+            time.sleep(600)
+    """)
+    (tmp_path / "request.json").write_text(json.dumps(request))
+    run_dir = tmp_path / "run"
+    caller = subprocess.Popen([sys.executable, "-c", CALLER, str(tmp_path / "request.json"), str(run_dir)])
+    try:
+        assert wait_for(lambda: marker.exists() and in_folder(run_dir.resolve()), limit_s=120)
+    finally:
+        caller.kill()
+        caller.wait()
+    assert wait_for(lambda: not in_folder(run_dir.resolve()), limit_s=30), in_folder(run_dir.resolve())
+    assert wait_for(lambda: not alive(int(marker.read_text())))
 
 
 def test_a_run_that_exits_ends_itself_not_the_warm_harness(warm, make_request, tmp_path):

@@ -20,6 +20,7 @@ from pathlib import Path
 PROTOCOL_VERSION = 2
 EVENT_FD_ENV = "INFPROF_EVENT_FD"
 NONCE_FD_ENV = "INFPROF_NONCE_FD"
+CALLER_PID_ENV = "INFPROF_CALLER_PID"  # the tutor process that started a cold run: the run ends if it dies
 
 # The ranges the harness opens, which the profiles' readers select by. The torch profiler's
 # record_function around each profiled forward(); NVTX ranges (Device.range) are `infprof.<phase>`,

@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from tutor import build_locks
 from tutor.errors import EnvironmentProblem, TutorError
-from tutor.protocol import ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, death_words, decode
+from tutor.protocol import CALLER_PID_ENV, ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, death_words, decode
 from tutor.warm import WarmHarness, WarmProcess, harness_environment, warm_mode
 
 LOG_NAME = "output.log"
@@ -141,7 +141,9 @@ class HarnessRun:
                 self._proc = subprocess.Popen(
                     [*self.wrapper, self.python, "-m", "tutor.harness", str(request_path)],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd, nonce_read),
-                    env={**env, EVENT_FD_ENV: str(write_fd), NONCE_FD_ENV: str(nonce_read)},
+                    # Under a profiler's wrapper the harness's parent is the profiler, not this process.
+                    env={**env, EVENT_FD_ENV: str(write_fd), NONCE_FD_ENV: str(nonce_read),
+                         **({} if self.wrapper else {CALLER_PID_ENV: str(os.getpid())})},
                     start_new_session=True, cwd=self.run_dir,
                 )
         os.close(write_fd)

@@ -54,6 +54,14 @@ def run(request: dict, sink: EventSink) -> dict:
     return run_alone(request, sink)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # a cold run (a warm one is forked by tutor.harness.zygote, which ends it instead)
+    import os
+
+    from tutor.harness.processes import end_with_caller
+    from tutor.protocol import CALLER_PID_ENV
+
+    caller = os.environ.pop(CALLER_PID_ENV, None)  # read once; learner code sees the environment a warm run has
+    if caller:  # absent under a profiler's wrapper
+        end_with_caller(int(caller))
     random.seed()
     sys.exit(main(sys.argv[1:]))

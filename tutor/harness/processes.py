@@ -18,13 +18,23 @@ from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Callable
 
-PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36  # linux/prctl.h
 
 
 def become_subreaper() -> None:
     """Orphaned descendants are re-parented here instead of to init (Linux; elsewhere a no-op)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def end_with_caller(caller_pid: int) -> None:
+    """Be sent SIGTERM, the signal a cancelled run gets, when the tutor process that started this one dies (Linux;
+    elsewhere a no-op): a tutor killed outright, its terminal closed, leaves no run behind. Not under a profiler's
+    wrapper: the profiler is the parent there, and what its threads do is its own."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != caller_pid:  # it died before we asked
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def fork_worker(body: Callable[[Connection], None]) -> tuple[int, Connection]:

@@ -37,6 +37,7 @@ LIBRARIES = ("torch._dynamo", "torch._inductor.compile_fx", "triton", "torchao")
 HARNESS = ("tutor.harness.__main__", "tutor.harness.lockstep", "tutor.harness.worker", "tutor.harness.alone")
 MAX_MESSAGE = 1 << 20
 CLIENT_TIMEOUT_S = 10.0
+ABANDONED_GRACE_S = 3.0  # as tutor.runner's between SIGTERM and SIGKILL
 
 
 def preload(libraries: tuple[str, ...]) -> list[str]:
@@ -141,6 +142,7 @@ class Zygote:
     def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str]):
         self.path, self.owners, self.idle_s, self.preloaded = path, owners, idle_s, preloaded
         self.runs: dict[int, socket.socket] = {}  # child pid -> the caller waiting for its exit
+        self.abandoned: dict[int, float] = {}  # child pid -> when to SIGKILL it: its caller hung up
         self.last_run = time.monotonic()
         self.stopping = False
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -168,10 +170,13 @@ class Zygote:
                 for key, _ in sel.select(timeout=1.0):
                     if key.fileobj is self.listener:
                         self.answer(self.listener.accept()[0], sel)
+                    elif key.data is not None:  # a run's caller: it says nothing until it hangs up
+                        self.caller_spoke(key.fileobj, key.data, sel)
                     else:
                         with contextlib.suppress(BlockingIOError):
                             os.read(self.wake_read, 4096)
-                self.reap()
+                self.reap(sel)
+                self.end_abandoned()
         self.close()
 
     def should_exit(self) -> bool:
@@ -216,8 +221,33 @@ class Zygote:
             os.close(fd)
         send(conn, {"started": pid})
         self.runs[pid] = conn
+        sel.register(conn, selectors.EVENT_READ, pid)
 
-    def reap(self) -> None:
+    def caller_spoke(self, conn: socket.socket, pid: int, sel: selectors.BaseSelector) -> None:
+        """A run's caller hung up (killed outright, its terminal closed): stop the run as a cancel would, SIGTERM
+        to its session, and SIGKILL what is left of it a moment later."""
+        try:
+            if conn.recv(4096, socket.MSG_DONTWAIT):
+                return  # a caller never writes after asking; ignored
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        sel.unregister(conn)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGTERM)
+        self.abandoned[pid] = time.monotonic() + ABANDONED_GRACE_S
+
+    def end_abandoned(self) -> None:
+        for pid, deadline in list(self.abandoned.items()):
+            if pid not in self.runs:
+                del self.abandoned[pid]
+            elif time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                del self.abandoned[pid]
+
+    def reap(self, sel: selectors.BaseSelector) -> None:
         while self.runs:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -227,6 +257,8 @@ class Zygote:
                 return
             conn = self.runs.pop(pid, None)
             if conn is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    sel.unregister(conn)  # a caller that hung up was unregistered then
                 send(conn, {"exit": os.waitstatus_to_exitcode(status)})
                 conn.close()
             self.last_run = time.monotonic()
