@@ -109,9 +109,9 @@ def test_learner_code_in_a_warm_run_holds_what_it_holds_in_a_cold_one(warm, make
     assert warm_run["leader"] and cold_run["leader"]  # a session of its own: stopped as a whole
 
 
-def test_a_warm_run_that_hangs_is_stopped_with_what_it_started(warm, make_request, tmp_path):
-    marker = tmp_path / "grandchild.pid"
-    request = make_request(mine=f"""
+def hangs_with_a_child(marker) -> str:
+    """A workload that forks a process of its own (its pid written to `marker`), then never returns a call."""
+    return f"""
         import os, time
         def prepare(weights, device):
             pid = os.fork()
@@ -122,7 +122,12 @@ def test_a_warm_run_that_hangs_is_stopped_with_what_it_started(warm, make_reques
             return weights
         def forward(state, x):
             time.sleep(600)
-    """)
+    """
+
+
+def test_a_warm_run_that_hangs_is_stopped_with_what_it_started(warm, make_request, tmp_path):
+    marker = tmp_path / "grandchild.pid"
+    request = make_request(mine=hangs_with_a_child(marker))
     run = HarnessRun(request, tmp_path / "run", timeout_s=8)
     with pytest.raises(RunFailed) as failure:
         list(run.events())
@@ -159,18 +164,7 @@ def test_a_run_whose_caller_is_killed_outright_ends_with_it(warm, make_request, 
     dies. Either way nothing of it is left, what learner code started included."""
     monkeypatch.setenv("INFPROF_WARM", mode)
     marker = tmp_path / "grandchild.pid"
-    request = make_request(mine=f"""
-        import os, time
-        def prepare(weights, device):
-            pid = os.fork()
-            if pid == 0:
-                time.sleep(600)
-                os._exit(0)
-            open({str(marker)!r}, "w").write(str(pid))
-            return weights
-        def forward(state, x):
-            time.sleep(600)
-    """)
+    request = make_request(mine=hangs_with_a_child(marker))
     (tmp_path / "request.json").write_text(json.dumps(request))
     run_dir = tmp_path / "run"
     caller = subprocess.Popen([sys.executable, "-c", CALLER, str(tmp_path / "request.json"), str(run_dir)])
