@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from tutor.harness.shards import tensor_bytes
+
 SPILL_BYTES = 16 * 2**20
 SPILL_PREFIX = "infprof-wire-"
 SPILL = "spilled to"  # the one key of a message whose body is in a file
@@ -27,16 +29,6 @@ SPILL = "spilled to"  # the one key of a message whose body is in a file
 def spill_dir() -> Path:
     shm = Path("/dev/shm")
     return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
-
-
-def tensor_bytes(value) -> int:
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, dict):
-        return sum(tensor_bytes(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(tensor_bytes(v) for v in value)
-    return 0
 
 
 def send(conn: Connection, message: dict) -> None:
