@@ -48,7 +48,7 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference", reus
     below = expected != "" and (expected not in names or names.index(expected) < needed)
     without = {"kernel_evidence"} if below else set()
     install_reference(ws, puzzle, values, grader.answer_from_facts(facts) if facts else {},
-                      puzzle.solution_path(which), without, reuse_baseline)
+                      puzzle.solution_path(which), without)
 
 
 def baseline_metrics(ws: Workspace, puzzle: Puzzle, profiler: str, reuse: bool = False) -> dict[str, float]:
@@ -69,14 +69,14 @@ def other_profilers_cited(puzzle: Puzzle) -> list[str]:
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],
                       reported: dict[str, dict] | None = None, workload: Path | None = None,
-                      without: set[str] = frozenset(), reuse_baseline: bool = False) -> None:
+                      without: set[str] = frozenset()) -> None:
     """The solution's files, and its answer.toml with `profile_values` (the baseline's torch profile) cited.
 
     `reported` replaces tables of the solution's answer with what the run showed. A
     [kernel_evidence] table (a kernel puzzle's) cites Nsight Compute numbers of the baseline and of the
-    solution itself: those two profiles are taken here, after the solution is in place. `workload`
-    replaces the solution's workload.py (an honest alternative); tables in `without` are left out;
-    `reuse_baseline` as ready_to_grade's.
+    solution itself: the solution's profile is taken here, once it is in place; the baseline's is the workspace's
+    newest (ready_to_grade has just taken it where the answer cites ncu), taken here where it has none. `workload`
+    replaces the solution's workload.py (an honest alternative); tables in `without` are left out.
     """
     for name in puzzle.editable:
         if name != "answer.toml":
@@ -92,12 +92,12 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
     tables.update(reported or {})
     tables = {k: v for k, v in tables.items() if k not in without}
     if "kernel_evidence" in tables:
-        tables["kernel_evidence"] = _kernel_evidence(ws, puzzle, tables["kernel_evidence"]["metric"], reuse_baseline)
+        tables["kernel_evidence"] = _kernel_evidence(ws, puzzle, tables["kernel_evidence"]["metric"])
     for table, entries in tables.items():
         lines += ["", f"[{table}]", *(f"{key} = {json.dumps(value)}" for key, value in entries.items())]
     ws.editable_path(puzzle, "answer.toml").write_text("\n".join(lines) + "\n")
 
 
-def _kernel_evidence(ws: Workspace, puzzle: Puzzle, metric: str, reuse_baseline: bool) -> dict:
-    return {"metric": metric, "baseline": baseline_metrics(ws, puzzle, "ncu", reuse_baseline)[metric],
+def _kernel_evidence(ws: Workspace, puzzle: Puzzle, metric: str) -> dict:
+    return {"metric": metric, "baseline": baseline_metrics(ws, puzzle, "ncu", reuse=True)[metric],
             "mine": actions.profile(ws, puzzle, "mine", profiler="ncu").metrics.values[metric]}
