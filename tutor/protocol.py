@@ -21,6 +21,7 @@ PROTOCOL_VERSION = 2
 EVENT_FD_ENV = "INFPROF_EVENT_FD"
 NONCE_FD_ENV = "INFPROF_NONCE_FD"
 CALLER_PID_ENV = "INFPROF_CALLER_PID"  # the tutor process that started a cold run: the run ends if it dies
+TERM_GRACE_S = 3.0  # between SIGTERM and SIGKILL when a run is stopped (tutor.runner, tutor.harness.zygote)
 
 # The ranges the harness opens, which the profiles' readers select by. The torch profiler's
 # record_function around each profiled forward(); NVTX ranges (Device.range) are `infprof.<phase>`,

@@ -24,13 +24,13 @@ from typing import Callable, Iterator
 
 from tutor import build_locks
 from tutor.errors import EnvironmentProblem, TutorError
-from tutor.protocol import CALLER_PID_ENV, ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, death_words, decode
+from tutor.protocol import (CALLER_PID_ENV, ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, TERM_GRACE_S, death_words,
+                            decode)
 from tutor.warm import WarmHarness, WarmProcess, harness_environment, warm_mode
 
 LOG_NAME = "output.log"
 RESULT_NAME = "result.json"  # the harness's raw result (every timing sample), kept with the run
 ENVIRONMENT_KINDS = {"no_gpu", "missing_package"}
-TERM_GRACE_S = 3.0  # between SIGTERM and SIGKILL when a run is stopped
 BUG_ADVICE = "This looks like a bug in infprof-tutor; please report it with the output tail."
 
 ADVICE = {

@@ -29,6 +29,8 @@ import sys
 import threading
 import time
 
+from tutor.protocol import TERM_GRACE_S
+
 # What a run imports anyway, in the order it would. torch and the harness are always preloaded; the
 # libraries are a bonus, dropped (--torch-only) if a child forked after them cannot run CUDA: CUDA does
 # not survive a fork once the driver is initialised, and a library that asks about the GPU as it loads
@@ -37,7 +39,6 @@ LIBRARIES = ("torch._dynamo", "torch._inductor.compile_fx", "triton", "torchao")
 HARNESS = ("tutor.harness.__main__", "tutor.harness.lockstep", "tutor.harness.worker", "tutor.harness.alone")
 MAX_MESSAGE = 1 << 20
 CLIENT_TIMEOUT_S = 10.0
-ABANDONED_GRACE_S = 3.0  # as tutor.runner's between SIGTERM and SIGKILL
 
 
 def preload(libraries: tuple[str, ...]) -> list[str]:
@@ -236,7 +237,7 @@ class Zygote:
         sel.unregister(conn)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
-        self.abandoned[pid] = time.monotonic() + ABANDONED_GRACE_S
+        self.abandoned[pid] = time.monotonic() + TERM_GRACE_S
 
     def end_abandoned(self) -> None:
         for pid, deadline in list(self.abandoned.items()):
