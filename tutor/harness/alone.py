@@ -15,7 +15,7 @@ from tutor.harness.loading import HarnessFailure, call_workload, load_module, wa
 from tutor.harness.memory_history import in_phase
 
 
-def calls(n: int) -> str:
+def iteration_count(n: int) -> str:
     return f"{n} iteration{'s' if n != 1 else ''}"
 
 
@@ -154,7 +154,7 @@ def profile(request: dict, spec, forward, device, sink: EventSink) -> dict:
 
     name = request["profile"]["workload"]
     inputs = _warm_inputs(request, spec, forward, device, sink)
-    sink.stage("profiling", f"{name}: {calls(len(inputs))}")
+    sink.stage("profiling", f"{name}: {iteration_count(len(inputs))}")
     trace = Path(request["profile"]["trace_path"])
     memory = profile_iterations(lambda i: forward(name, inputs[i]), len(inputs), trace)
     return {"trace_path": str(trace), "memory": memory, "workload": name}
@@ -166,7 +166,7 @@ def allocations(request: dict, spec, forward, device, sink: EventSink) -> dict:
 
     name = request["profile"]["workload"]
     inputs = _warm_inputs(request, spec, forward, device, sink)
-    sink.stage("profiling", f"{name}: {calls(len(inputs))}, every allocation recorded")
+    sink.stage("profiling", f"{name}: {iteration_count(len(inputs))}, every allocation recorded")
     for x in inputs:
         in_phase("iterations", forward, name, x)
     device.synchronize()
