@@ -21,17 +21,15 @@ EXPECTED_TIER = {"puzzle0": "silver", "puzzle1": "silver", "puzzle2": "gold", "p
 TIERS = ["", "bronze", "silver", "gold"]
 
 
-def solve(workspace, puzzle_id):
+def solve(workspace, puzzle_id, reuse_baseline: bool = False):
     puzzle = get_puzzle(puzzle_id)
-    ready_to_grade(workspace, puzzle)
+    ready_to_grade(workspace, puzzle, reuse_baseline=reuse_baseline)
     return actions.grade(workspace, puzzle)
 
 
 def test_puzzle0_reference_solves_it(with_puzzle0_profile):
-    workspace = with_puzzle0_profile  # the baseline profiled once for every puzzle0 test of the session
-    puzzle = get_puzzle("puzzle0")
-    ready_to_grade(workspace, puzzle, reuse_baseline=True)
-    verdict = actions.grade(workspace, puzzle)
+    # The baseline profiled once for every puzzle0 test of the session.
+    verdict = solve(with_puzzle0_profile, "puzzle0", reuse_baseline=True)
     assert verdict.passed, [(c.name, c.summary, c.details) for c in verdict.criteria]
     assert TIERS.index(verdict.tier) >= TIERS.index(EXPECTED_TIER["puzzle0"])
 
