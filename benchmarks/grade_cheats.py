@@ -112,6 +112,8 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=1, help="grades at once, one GPU of this host each")
     parser.add_argument("--stop-after", type=float, help="seconds after which no grade starts")
     args = parser.parse_args()
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     rows = []
 
     def record(row: dict) -> None:
