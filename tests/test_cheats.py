@@ -176,6 +176,28 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
             assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused
 
 
+def test_puzzle14_and_puzzle20s_cheats_were_refused_on_the_h100():
+    """Each of their cheats graded three times on one H100, over several device calls
+    (tests/fixtures/h100_cheats_puzzle14_puzzle20_2026-11-27.json, `benchmarks/grade_cheats.py`): a call that blanks
+    the calls it takes for unchecked is refused at correctness and under the physical floor; a table of the curves
+    misses every checked output by far more than the tolerance; the norm worked ahead on the inputs found alive is
+    right but reads far slower than the baseline."""
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "h100_cheats_puzzle14_puzzle20_2026-11-27.json").read_text())
+    graded_three_times_but(recorded["grades"], {"puzzle14", "puzzle20"}, set())
+    for grade in recorded["grades"]:
+        puzzle, refused = get_puzzle(grade["puzzle"]), " ".join(grade["refused_by"])
+        assert grade["tier"] == "", grade
+        if grade["which"] == "cheats/reads_which_call_is_checked":
+            assert refused.startswith("correctness: Output differs") and "timed calls checked" in refused, refused
+            assert "physical floor: Faster than this GPU can do the work" in refused, refused
+        elif grade["which"] == "cheats/tabulates_the_curves":
+            errors = [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", refused)]
+            assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused
+        else:
+            assert refused.startswith("performance: Not yet") and "correctness" not in refused, refused
+            assert grade["speedups"]["baseline"] < 1.0, grade
+
+
 # The multi-GPU puzzles at a CPU's sizes (the same split, two gloo ranks): the spec's sizes line, and its stand-in.
 SMALL_SIZES = {"puzzle13": ("BATCH, HIDDEN, FFN = 256, 4096, 8192", "BATCH, HIDDEN, FFN = 32, 128, 256"),
                "puzzle16": ("TOKENS, HIDDEN = 1024, 4096", "TOKENS, HIDDEN = 32, 128"),

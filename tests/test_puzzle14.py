@@ -1,8 +1,8 @@
 """puzzle14, Eighty terms on average, paid as five hundred and twelve, as far as the CPU can check it: its kernels compile for sm_90
 without spills; the reference is the baseline's kernel in another order; in arrival order almost every warp
 holds a candidate of the longest curve; every term counts; its recordings show 5 threads of 32 at work a
-warp instruction against the sorted order's 31. The tiers were set on an H200 (the H100's SMs;
-MEASUREMENTS.md); the kernels are the GPU's to run.
+warp instruction against the sorted order's 31. The tiers were set from its grades on an H200 and an H100
+(MEASUREMENTS.md); the kernels are the GPU's to run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 
-PUZZLE = get_puzzle("puzzle14", drafts=True)
+PUZZLE = get_puzzle("puzzle14")
 KERNELS = ["baseline.py", "solution/workload.py", "alternatives/lanes_share_a_candidate.py",
            "alternatives/sorts_a_copy.py"]
 

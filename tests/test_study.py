@@ -138,7 +138,7 @@ def test_a_device_call_grades_each_solution_it_names_as_many_times_as_it_says():
     from tutor.harness.loading import load_module
 
     draft = load_module(Path(__file__).parents[1] / "benchmarks" / "measure_draft.py", "measure_draft", ())
-    puzzle = get_puzzle("puzzle14", drafts=True)
+    puzzle = get_puzzle("puzzle14")
     assert draft.planned_runs(puzzle, 1, "reference=3,alternatives/triton_sorted") == \
         [("reference", 3), ("alternatives/triton_sorted", 1)]
     every = draft.planned_runs(puzzle, 5, "")
