@@ -29,6 +29,7 @@ from grade_latency import timed
 
 from tutor import actions
 from tutor.catalog import get_puzzle
+from tutor.grading.performance import environment_lines
 from tutor.reference import ready_to_grade
 from tutor.runner import RESULT_NAME
 from tutor.workspace import init_workspace, scratch_workspace
@@ -120,7 +121,10 @@ def main() -> int:
                      "samples_ms": raw.get("samples_ms", {}), "clocks": raw.get("clocks", {}),
                      # A serving grade's replay pairs: (the baseline's figures, the learner's), each.
                      "serving_pairs": raw.get("pairs", []), "gpu_busy": raw.get("gpu_busy"),
-                     "host_timed": raw.get("host_timed", []), "facts": v.facts})
+                     "host_timed": raw.get("host_timed", []), "facts": v.facts,
+                     # The GPU's clocks, power and slowdowns around the timed rounds: grades of one style on two
+                     # machines that disagree say here whether one GPU ran slower.
+                     "environment": raw.get("environment", {})})
         sp = "  ".join(f"vs {k}{' (GPU)' if clock == 'gpu' else ''}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]"
                        for clock, (k, s) in tier_speedups(puzzle, rows[-1]["speedups"]))
         ms = "  ".join(f"{k} {t:.4f} ms" for k, t in v.timings_ms.items())
@@ -128,6 +132,8 @@ def main() -> int:
               f"({stages['total']:.1f} s)", flush=True)
         if v.facts.get("config"):  # puzzle3: the config GemLite's autotuner kept in this process
             print(f"    {v.facts['source']}: {v.facts['config']}", flush=True)
+        for line in environment_lines(rows[-1]["environment"]):
+            print(f"    {line}", flush=True)
         if rows[-1]["host_timed"]:
             print(f"    timed by the host clock: {rows[-1]['host_timed']}", flush=True)
         for line in (d for c in v.criteria for d in c.details if d.startswith(("GPU busy", "physical floor"))):

@@ -375,9 +375,10 @@ solution = Path(challenges.__file__).parent / "puzzle0" / "solution" / "workload
 
 
 def test_reading_the_reference_solution_is_refused(workspace, grade_as_mine):
-    # The shipped puzzle0: the reference it protects is the one in challenges/.
+    # Graded as the small puzzle0, the workload reads the shipped puzzle0's reference in challenges/: every
+    # puzzle's reference is out of reach, not only the graded one's.
     with pytest.raises(RunFailed) as info:
-        grade_as_mine(workspace, READ_SOLUTION + "exec(solution.read_text())\n", get_puzzle("puzzle0"))
+        grade_as_mine(workspace, READ_SOLUTION + "exec(solution.read_text())\n")
     print(info.value)
     assert info.value.kind == "import_error"
     assert "PermissionError: infprof-tutor: a workload may not open the reference solution" in info.value.message
@@ -388,7 +389,7 @@ try:
 except PermissionError:
     def forward(state, x):
         return solve(state, x)
-""", get_puzzle("puzzle0"))
+""")
     assert "tried to open the reference solution" in rejected(verdict, "fair play")
 
 
