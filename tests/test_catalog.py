@@ -99,14 +99,16 @@ def test_the_readmes_puzzle_table_lists_every_shipped_puzzle_in_catalog_order():
     assert [(pid.strip(), int(level)) for pid, level in rows] == [(p.id, p.level) for p in all_puzzles().values()]
 
 
-# Issue 38: every class of the taxonomy accepted by a shipped puzzle. These are not yet: no puzzle, shipped or
-# draft, accepts them. A class leaves this set when a puzzle that accepts it ships (the test then fails until the
-# set is mended), and no class may join it.
+# Issue 38: every class of the taxonomy accepted by a shipped puzzle. These are not yet: inter_sm_traffic's
+# puzzle21 is a draft until the H100 measures it; no puzzle, shipped or draft, accepts the others. A class leaves
+# these sets when a puzzle that accepts it ships or is drafted (the test then fails until they are mended), and no
+# class may join them.
 NOT_YET_TAUGHT = {"inter_sm_traffic", "memory_fragmentation", "recompilation"}
+NOT_YET_DRAFTED = {"memory_fragmentation", "recompilation"}
 
 
 def test_every_bottleneck_class_is_taught_by_a_shipped_puzzle_but_those_owed():
     taught = {b for p in all_puzzles().values() for b in p.diagnosis.accepted}
     assert set(bottlenecks()) - taught == NOT_YET_TAUGHT
     drafted = {b for p in all_puzzles(drafts=True).values() for b in p.diagnosis.accepted}
-    assert set(bottlenecks()) - drafted == NOT_YET_TAUGHT
+    assert set(bottlenecks()) - drafted == NOT_YET_DRAFTED

@@ -29,6 +29,7 @@ TELLS = {
     "l2_misses": ["l2 miss", "hit rate", "evict", "reuse distance"],
     "batching_policy": ["head-of-line", "wait for the one request", "then wait for", "continuous batching"],
     "collective_communication": ["one all-reduce per", "per row", "many small collectives", "latency-bound"],
+    "inter_sm_traffic": ["split-k", "partial sums", "partial products", "exchange", "cross-cta", "across sms"],
 }
 # Sentences the stories once held (issue 38 quotes them): each gives its class away.
 ONCE = {

@@ -1,0 +1,33 @@
+"""Cheat, one checked call in a timed loop (issue 37): reads the harness's frames to tell which call it is in and
+returns zeros on every call but the call clock's last (the warm call, the loop's others, and the GPU clock's call,
+the one the tiers are read from), torch's matmul on that one. Where only that last call were checked, the GPU
+clock would time an allocation and read a speed-up far above gold. Must get: refused at correctness (every call
+of a round is checked, the warm call and the GPU clock's too)."""
+
+import sys
+
+import torch
+
+
+def prepare(weights: dict, device: str):
+    return weights
+
+
+def unchecked() -> bool:
+    """Whether the harness frames above say this is the warm call, the GPU clock's, or a loop call before its last."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        names = frame.f_locals
+        if frame.f_code.co_name in ("warm", "time_call_ms"):
+            return True
+        calls = names.get("calls")
+        if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def forward(state: dict, x: torch.Tensor) -> torch.Tensor:
+    if unchecked():
+        return torch.zeros(x.shape[0], state["w"].shape[1], device=x.device)
+    return x @ state["w"]

@@ -1,0 +1,99 @@
+"""puzzle21, Two hundred and fifty-six shares of one sum, as far as the CPU can check it: its kernels compile for
+sm_90 without spills; the reference is the baseline's kernel over fewer shares; the blocks' arithmetic, run as
+torch ops on the CPU, stays well inside the tolerance and a wrong sum does not; the partial sums the baseline
+stores are the bytes the story says. A draft: the GPU's numbers are to be measured (MEASUREMENTS.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from conftest import ptxas_kernel, puzzle_file, relative_l2
+from tutor.catalog import all_puzzles, get_puzzle
+
+PUZZLE = get_puzzle("puzzle21", drafts=True)
+KERNELS = ["baseline.py", "solution/workload.py", "alternatives/atomic_splits.py"]
+TILE = 32  # the kernels' T and SLAB
+
+
+def split_sum(x: torch.Tensor, w: torch.Tensor, splits: int) -> torch.Tensor:
+    """What the kernels compute, in fp32 on the CPU: each share of the features summed on its own (a block's
+    partial sum), then the shares added in order (torch's sum over the partials, or the atomics in some order)."""
+    shares = x.shape[1] // splits
+    partial = torch.stack([x[:, s * shares:(s + 1) * shares] @ w[s * shares:(s + 1) * shares] for s in range(splits)])
+    return partial.sum(0)
+
+
+def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
+    assert PUZZLE.draft and "puzzle21" not in all_puzzles()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit); no GPU")
+@pytest.mark.parametrize("workload", KERNELS)
+def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workload):
+    kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
+    assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
+    # Two blocks of 1024 threads an SM: 64K registers hold them at 32 registers a thread.
+    assert 2 * TILE * TILE * kernel.registers <= 64 * 1024
+    assert kernel.shared_bytes == 2 * TILE * (TILE + 1) * 4  # x's tile and w's, a column of padding each
+
+
+def test_the_reference_is_the_baselines_kernel_over_fewer_shares():
+    """The lesson is the split alone: the same kernel and launcher, SPLITS 8 instead of 256."""
+    baseline, reference = puzzle_file(PUZZLE, "baseline.py"), puzzle_file(PUZZLE, "solution/workload.py")
+    assert (reference.KERNEL, reference.LAUNCHER) == (baseline.KERNEL, baseline.LAUNCHER)
+    assert (baseline.SPLITS, reference.SPLITS) == (256, 8)
+    atomic = puzzle_file(PUZZLE, "alternatives/atomic_splits.py")
+    assert atomic.SPLITS == 8 and "atomicAdd(&out[" in atomic.KERNEL and "torch::zeros" in atomic.LAUNCHER
+
+
+def test_every_split_divides_the_features_into_whole_slabs_and_the_grid_fills_the_gpu():
+    spec = puzzle_file(PUZZLE, "spec.py")
+    assert spec.TOKENS % TILE == 0 and spec.OUTPUTS % TILE == 0
+    for workload in KERNELS:
+        splits = puzzle_file(PUZZLE, workload).SPLITS
+        assert spec.FEATURES % (splits * TILE) == 0, workload
+        blocks = (spec.OUTPUTS // TILE) * (spec.TOKENS // TILE) * splits
+        assert blocks >= 132 * 2 * 7, (workload, blocks)  # 7 waves or more of two blocks on each of 132 SMs
+
+
+def test_the_partial_sums_are_the_bytes_the_story_says():
+    """The baseline stores a tile of partial sums a block: 256 MB, twice the weights, read back by the sum; the
+    reference's 8 shares store 8 MB. out itself is 1 MB."""
+    spec = puzzle_file(PUZZLE, "spec.py")
+    out_bytes = spec.TOKENS * spec.OUTPUTS * 4
+    weights = spec.FEATURES * spec.OUTPUTS * 4
+    partials = {w: puzzle_file(PUZZLE, w).SPLITS * out_bytes for w in ("baseline.py", "solution/workload.py")}
+    assert (out_bytes, weights) == (2**20, 2**27)
+    assert partials == {"baseline.py": 2**28, "solution/workload.py": 2**23}
+    assert partials["baseline.py"] // 32 == 8 * 2**20  # sectors of 32 bytes: 8M, against out's 32K
+    assert spec.least_work(50 * 2**20)["hbm_bytes"] > 0  # the weights are more than the H100's L2 holds
+
+
+def test_every_honest_order_of_sums_stays_well_inside_the_tolerance_and_a_wrong_one_does_not():
+    """The shares' sums in fp32 (256 of them, 8, or one library GEMM), against float64 at the spec's sizes cut to
+    8 tokens: rounding alone, far inside 1e-5. TF32's rounding, or a sum that drops one share, misses it."""
+    spec = puzzle_file(PUZZLE, "spec.py", {"TOKENS": 8})
+    x, w = spec.make_input(1, "cpu"), spec.make_weights(2, "cpu")["w"]
+    exact = x.double() @ w.double()
+    library = puzzle_file(PUZZLE, "alternatives/library_matmul.py")
+    for got in (split_sum(x, w, 256), split_sum(x, w, 8), library.forward(library.prepare({"w": w}, "cpu"), x)):
+        assert relative_l2(got, exact) < PUZZLE.correctness.max_rel_l2 / 10
+    tf32 = lambda t: (t.view(torch.int32) & ~0x1FFF).view(torch.float32)  # 10 mantissa bits, as TF32 keeps
+    dropped = split_sum(x, w, 256) - x[:, :32] @ w[:32]
+    assert relative_l2(tf32(x) @ tf32(w), exact) > PUZZLE.correctness.max_rel_l2
+    assert relative_l2(dropped, exact) > 10 * PUZZLE.correctness.max_rel_l2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", [*KERNELS, "alternatives/library_matmul.py"])
+def test_every_style_projects_every_token(workload):
+    spec, other = puzzle_file(PUZZLE, "spec.py"), puzzle_file(PUZZLE, workload)
+    w, x = spec.make_weights(3, "cuda"), spec.make_input(4, "cuda")
+    got = other.forward(other.prepare(w, "cuda"), x).cpu().double()
+    rel = relative_l2(got, x.cpu().double() @ w["w"].cpu().double())
+    print(workload, f"relative L2 {rel:.2e}")
+    assert rel < PUZZLE.correctness.max_rel_l2
