@@ -309,6 +309,18 @@ async def test_profiling_puzzle0_for_real_fills_metrics_and_trace(workspace):
         assert "open_trace_in_ui" in command and "trace.json" in command
 
 
+async def test_a_standing_that_lands_on_a_closing_screen_is_dropped(workspace):
+    """The standing loads on a thread after a grade ends; a learner who quits at that moment must see no
+    traceback when it lands on the closed screen (a run of the suite once did: NoMatches on #standing)."""
+    from tutor.progress import Progress
+
+    async with puzzle_open(workspace) as (pilot, screen):
+        status = Progress(workspace.db_path).status("puzzle0")
+        await screen.query_one("#standing").remove()  # as the app's teardown leaves the screen
+        screen._show_standing(status, 0, None)  # where the thread's call lands: nothing raised, nothing shown
+        assert not screen.query("#standing")
+
+
 async def test_the_app_warms_a_harness_it_owns_and_its_runs_fork_from_it(workspace, monkeypatch):
     import tempfile
 

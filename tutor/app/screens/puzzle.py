@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
@@ -123,13 +124,17 @@ class PuzzleScreen(Screen):
         self.app.call_from_thread(self._show_standing, status, hints, record)
 
     def _show_standing(self, status, hints: int, record) -> None:
+        try:
+            standing, hints_view = self.query_one("#standing", Static), self.query_one("#hints", Markdown)
+        except NoMatches:  # the screen closed (the app quit) while its standing loaded: nothing left to show it on
+            return
         ready = readiness(self.puzzle, self.app.machine) if self.app.machine else None
         watch = (Content.styled("● watching: every save re-checks", "$text-accent") if self.watching
                  else Content.styled("○ watch off (w)", "$foreground-muted"))
-        self.query_one("#standing", Static).update(Content("\n").join([
+        standing.update(Content("\n").join([
             status_line(status, "\n"), Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
             readiness_line(ready), watch, harness_line(self.app.harness)]))
-        self.query_one("#hints", Markdown).update(hints_markdown(self.puzzle, hints))
+        hints_view.update(hints_markdown(self.puzzle, hints))
         if record is not None and self.running is None:
             self._show_last(record)
 
