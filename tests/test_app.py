@@ -309,16 +309,25 @@ async def test_profiling_puzzle0_for_real_fills_metrics_and_trace(workspace):
         assert "open_trace_in_ui" in command and "trace.json" in command
 
 
-async def test_a_standing_that_lands_on_a_closing_screen_is_dropped(workspace):
-    """The standing loads on a thread after a grade ends; a learner who quits at that moment must see no
-    traceback when it lands on the closed screen (a run of the suite once did: NoMatches on #standing)."""
+async def test_a_result_that_lands_on_a_closed_screen_is_dropped(workspace):
+    """A screen's thread worker (its standing, its results, the doctor's report) may finish after the screen closed:
+    a learner who leaves or quits at that moment must see no traceback (a suite run once did: NoMatches on
+    #standing as the app quit). While the screen is open, the result is shown."""
+    import asyncio
+
+    from tutor.app.threads import show_on_screen
     from tutor.progress import Progress
 
     async with puzzle_open(workspace) as (pilot, screen):
-        status = Progress(workspace.db_path).status("puzzle0")
-        await screen.query_one("#standing").remove()  # as the app's teardown leaves the screen
-        screen._show_standing(status, 0, None)  # where the thread's call lands: nothing raised, nothing shown
-        assert not screen.query("#standing")
+        status, shown = Progress(workspace.db_path).status("puzzle0"), []
+        await asyncio.to_thread(show_on_screen, screen, shown.append, "open")
+        assert shown == ["open"]
+        await pilot.press("escape")  # back to the puzzle list: the puzzle's screen is closed
+        await wait_until(pilot, lambda: not isinstance(pilot.app.screen, PuzzleScreen), 10, "the puzzle list")
+        assert not screen.is_attached
+        await asyncio.to_thread(show_on_screen, screen, screen._show_standing, status, 0, None)
+        await asyncio.to_thread(show_on_screen, screen, shown.append, "closed")
+        assert shown == ["open"]
 
 
 async def test_the_app_warms_a_harness_it_owns_and_its_runs_fork_from_it(workspace, monkeypatch):

@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList
 
+from tutor.app.threads import show_on_screen
 from tutor.app.widgets.puzzle_card import PuzzleCard
 from tutor.app.widgets.puzzle_list import PuzzleList, PuzzleListHeader
 from tutor.machine import Machine, readiness
@@ -57,7 +58,7 @@ class BrowserScreen(Screen):
 
         progress = Progress(self.app.workspace.db_path)
         statuses = {p: progress.status(p) for p in self.app.puzzles}
-        self.app.call_from_thread(self._show_statuses, statuses)
+        show_on_screen(self, self._show_statuses, statuses)
 
     def _show_statuses(self, statuses: dict[str, PuzzleStatus]) -> None:
         self.statuses = statuses

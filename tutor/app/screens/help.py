@@ -11,6 +11,7 @@ from textual import work
 from textual.widgets import LoadingIndicator, Markdown, Static
 
 from tutor.app.screens.dialog import Dialog
+from tutor.app.threads import show_on_screen
 
 HOW_IT_WORKS = """\
 ## How it works
@@ -118,7 +119,7 @@ class DoctorScreen(Dialog):
 
         report = diagnose(list(self.app.puzzles.values()), self.app.machine,
                           self.app.workspace.root if self.app.workspace else None)
-        self.app.call_from_thread(self._show, report)
+        show_on_screen(self, self._show, report)
 
     def _show(self, report) -> None:
         from tutor.doctor import puzzle_state

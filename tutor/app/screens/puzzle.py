@@ -16,13 +16,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
 
 from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
 from tutor.app.runs import RunKind, execute, preflight, run_kind
+from tutor.app.threads import show_on_screen
 from tutor.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
 from tutor.app.widgets.puzzle_card import harness_line, readiness_line, status_line
@@ -121,20 +121,16 @@ class PuzzleScreen(Screen):
         progress = Progress(self.ws.db_path)
         status, hints = progress.status(self.puzzle.id), progress.hints_revealed(self.puzzle.id)
         record = load_record(self.ws, self.puzzle) if show_last else None
-        self.app.call_from_thread(self._show_standing, status, hints, record)
+        show_on_screen(self, self._show_standing, status, hints, record)
 
     def _show_standing(self, status, hints: int, record) -> None:
-        try:
-            standing, hints_view = self.query_one("#standing", Static), self.query_one("#hints", Markdown)
-        except NoMatches:  # the screen closed (the app quit) while its standing loaded: nothing left to show it on
-            return
         ready = readiness(self.puzzle, self.app.machine) if self.app.machine else None
         watch = (Content.styled("● watching: every save re-checks", "$text-accent") if self.watching
                  else Content.styled("○ watch off (w)", "$foreground-muted"))
-        standing.update(Content("\n").join([
+        self.query_one("#standing", Static).update(Content("\n").join([
             status_line(status, "\n"), Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
             readiness_line(ready), watch, harness_line(self.app.harness)]))
-        hints_view.update(hints_markdown(self.puzzle, hints))
+        self.query_one("#hints", Markdown).update(hints_markdown(self.puzzle, hints))
         if record is not None and self.running is None:
             self._show_last(record)
 

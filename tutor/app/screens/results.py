@@ -15,6 +15,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
+from tutor.app.threads import show_on_screen
 from tutor.app.widgets.attempts_plot import AttemptsPlot
 from tutor.app.widgets.kernels import KernelsView, KernelTable
 from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView, how_to_open
@@ -74,7 +75,7 @@ class ResultsScreen(Screen):
     @work(thread=True, exclusive=True)
     def load(self) -> None:
         record = load_record(self.app.workspace, self.puzzle)
-        self.app.call_from_thread(self._show, record)
+        show_on_screen(self, self._show, record)
 
     def _show(self, record: PuzzleRecord) -> None:
         self.record = record
