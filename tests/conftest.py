@@ -44,6 +44,13 @@ def puzzle_file(puzzle, relative: str, sizes: dict | None = None):
     return module
 
 
+def kernel_constant(source: str, name: str) -> int:
+    """An integer constant a CUDA source sets (`constexpr int T = 32, ...`, `#define`-free), read from the text."""
+    import re
+
+    return int(re.search(rf"\b{name} = (\d+)", source).group(1))
+
+
 def ptxas_kernel(tmp_path, puzzle, relative: str):
     """The one kernel of a workload's KERNEL source as ptxas reports it for sm_90 (registers, spills, stack):
     compiled here with nvcc, run nowhere."""

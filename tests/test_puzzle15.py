@@ -12,7 +12,7 @@ import shutil
 import pytest
 import torch
 
-from conftest import ptxas_kernel, puzzle_file, reference_ncu, relative_l2
+from conftest import kernel_constant, ptxas_kernel, puzzle_file, reference_ncu, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle15")
@@ -25,23 +25,19 @@ H100_SMS = 132
 def test_every_kernel_holds_an_sm_alone_and_spills_nothing(tmp_path, workload):
     """One block an SM by both of its limits: its registers (1024 threads of a 65536-register file) and its
     133 KB of shared memory (an H100 SM has 228 KB), so the grid's waves are its blocks over 132."""
-    import re
-
     module = puzzle_file(PUZZLE, workload)
     kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
     assert kernel.spill_store_bytes == 0 and 32 < kernel.registers <= 64  # 64 x 1024 = the whole file
-    t, slab = (int(re.search(rf"\b{name} = (\d+)", module.KERNEL).group(1)) for name in ("T", "SLAB"))
+    t, slab = (kernel_constant(module.KERNEL, name) for name in ("T", "SLAB"))
     assert 228 * 1024 // 2 < (t * (slab + 1) + slab * (t + 1)) * 4 <= 227 * 1024
 
 
 def test_the_reference_runs_the_baselines_kernel_over_a_finer_grid():
     """The lesson is the cut alone: the reference's kernel and launcher are the baseline's, to the byte; its
     splits divide the features into whole slabs and make the last wave short."""
-    import re
-
     spec, baseline, reference = (puzzle_file(PUZZLE, f) for f in ("spec.py", "baseline.py", "solution/workload.py"))
     assert (reference.KERNEL, reference.LAUNCHER) == (baseline.KERNEL, baseline.LAUNCHER)
-    slab = int(re.search(r"\bSLAB = (\d+)", baseline.KERNEL).group(1))
+    slab = kernel_constant(baseline.KERNEL, "SLAB")
     tiles = (spec.N // 32) * (spec.M // 32)
     assert spec.N % 32 == spec.M % 32 == 0 and tiles == 136 and (spec.BASE // 32) * (spec.M // 32) <= H100_SMS < tiles
     assert spec.K % (reference.SPLITS * slab) == 0

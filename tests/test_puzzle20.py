@@ -13,7 +13,7 @@ import shutil
 import pytest
 import torch
 
-from conftest import ptxas_kernel, puzzle_file, relative_l2
+from conftest import kernel_constant, ptxas_kernel, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 
 PUZZLE = get_puzzle("puzzle20")
@@ -26,10 +26,6 @@ def norm64(x: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:
     """RMSNorm in float64: the rows the baseline's kernel computes, without its rounding."""
     x = x.double()
     return x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + eps) * gain.double()
-
-
-def constant(source: str, name: str) -> int:
-    return int(re.search(rf"\b{name} = (\d+)", source).group(1))
 
 
 def blocks_an_sm_holds(shared_bytes: int, threads: int) -> int:
@@ -60,7 +56,7 @@ def test_an_sm_holds_one_block_of_the_baseline_and_eight_of_the_reference():
     """The story's arithmetic: 128 KB a block leaves room for one on an H100's SM, 8 warps of its 64; 8 KB a block
     lets the threads cap it instead, 8 blocks, every warp slot filled."""
     spec, baseline = puzzle_file(PUZZLE, "spec.py"), puzzle_file(PUZZLE, "baseline.py")
-    threads, widest = constant(baseline.KERNEL, "THREADS"), constant(baseline.KERNEL, "MAX_DIM")
+    threads, widest = kernel_constant(baseline.KERNEL, "THREADS"), kernel_constant(baseline.KERNEL, "MAX_DIM")
     before, after = blocks_an_sm_holds(widest * 4, threads), blocks_an_sm_holds(spec.DIM * 4, threads)
     assert (before, after) == (1, 8)
     assert (before * threads // 32 / SM_WARPS, after * threads // 32 / SM_WARPS) == (0.125, 1.0)
@@ -83,7 +79,7 @@ def test_every_honest_order_of_sums_stays_well_inside_the_tolerance(monkeypatch)
 
 def test_the_rows_are_wide_enough_and_the_batch_larger_than_l2():
     spec = puzzle_file(PUZZLE, "spec.py")
-    assert spec.DIM % 256 == 0 and spec.DIM <= constant(puzzle_file(PUZZLE, "baseline.py").KERNEL, "MAX_DIM")
+    assert spec.DIM % 256 == 0 and spec.DIM <= kernel_constant(puzzle_file(PUZZLE, "baseline.py").KERNEL, "MAX_DIM")
     assert spec.ROWS * spec.DIM * 4 > 4 * 50 * 2**20  # 256 MB in: the H100's 50 MB of L2 holds none of it twice
     assert spec.least_work(50 * 2**20)["hbm_bytes"] > 0
 

@@ -11,12 +11,12 @@ import shutil
 import pytest
 import torch
 
-from conftest import ptxas_kernel, puzzle_file, relative_l2
+from conftest import kernel_constant, ptxas_kernel, puzzle_file, relative_l2
 from tutor.catalog import all_puzzles, get_puzzle
 
 PUZZLE = get_puzzle("puzzle21", drafts=True)
 KERNELS = ["baseline.py", "solution/workload.py", "alternatives/atomic_splits.py"]
-TILE = 32  # the kernels' T and SLAB
+TILE = kernel_constant(puzzle_file(PUZZLE, "baseline.py").KERNEL, "T")  # a block's tile side, and its slab's
 
 
 def split_sum(x: torch.Tensor, w: torch.Tensor, splits: int) -> torch.Tensor:
