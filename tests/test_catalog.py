@@ -99,11 +99,10 @@ def test_the_readmes_puzzle_table_lists_every_shipped_puzzle_in_catalog_order():
     assert [(pid.strip(), int(level)) for pid, level in rows] == [(p.id, p.level) for p in all_puzzles().values()]
 
 
-# Issue 38: every class of the taxonomy accepted by a shipped puzzle. These are not yet: inter_sm_traffic's
-# puzzle21 is a draft until the H100 measures it; no puzzle, shipped or draft, accepts the others. A class leaves
-# these sets when a puzzle that accepts it ships or is drafted (the test then fails until they are mended), and no
-# class may join them.
-NOT_YET_TAUGHT = {"inter_sm_traffic", "memory_fragmentation", "recompilation"}
+# Issue 38: every class of the taxonomy accepted by a shipped puzzle. These are not yet: no puzzle, shipped or
+# draft, accepts them. A class leaves these sets when a puzzle that accepts it ships or is drafted (the test then
+# fails until they are mended), and no class may join them.
+NOT_YET_TAUGHT = {"memory_fragmentation", "recompilation"}
 NOT_YET_DRAFTED = {"memory_fragmentation", "recompilation"}
 
 

@@ -118,23 +118,25 @@ def graded_three_times_but(grades: list[dict], puzzles: set[str], owed: set) -> 
 
 
 FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x4_cheats_2026-11-27.json"
-# Graded fewer than three times so far (a call's time limit came first; puzzle1's works_ahead and puzzle11's
-# replace a file that was never graded, or one that ran out of memory on its own answers): grades still owed.
-CHEATS_OWED = {("puzzle1", "cheats/reads_which_call_is_checked"), ("puzzle1", "cheats/works_ahead"),
-               ("puzzle2", "cheats/reads_which_call_is_checked"), ("puzzle2", "cheats/returns_a_strided_view"),
-               ("puzzle3", "cheats/reads_which_call_is_checked"), ("puzzle3", "cheats/returns_a_strided_view"),
-               ("puzzle11", "cheats/reads_which_call_is_checked"), ("puzzle11", "cheats/works_ahead")}
+# The grades the 4-GPU host's time limits left owed, some of them since graded on one H100.
+H100_OWED_CHEATS = Path(__file__).parent / "fixtures" / "h100_cheats_owed_puzzle1_2_3_11_2026-11-27.json"
+# Graded fewer than three times on the two cards together so far (a call's time limit came first): still owed.
+CHEATS_OWED = {("puzzle2", "cheats/reads_which_call_is_checked"), ("puzzle3", "cheats/reads_which_call_is_checked"),
+               ("puzzle3", "cheats/returns_a_strided_view"), ("puzzle11", "cheats/reads_which_call_is_checked"),
+               ("puzzle11", "cheats/works_ahead")}
 CLASS_WORDS = {"cheats/reads_which_call_is_checked": "timed calls checked",
                "cheats/returns_a_strided_view": "output is a strided view"}
 
 
 def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
     """puzzle1-3, 9, 10, 11, 15 and 17's cheats graded up to three times each, each grade on one H200 of a 4-GPU host
-    (FOUR_GPU_CHEATS, `benchmarks/grade_cheats.py --gpus 4`): a call that blanks the calls it takes for unchecked is
+    (FOUR_GPU_CHEATS, `benchmarks/grade_cheats.py --gpus 4`) or, for some of the grades that host's time limits left
+    owed, on one H100 (H100_OWED_CHEATS, `benchmarks/grade_cheats.py`): a call that blanks the calls it takes for unchecked is
     refused at correctness, as is an output returned as a strided view; a tail left running on a side stream is
     charged in full, so it reads no faster than the baseline, and its output was not ready when the caller read it;
     the baseline's work run ahead on every input found alive found nothing ahead and reads no faster."""
     recorded = json.loads(FOUR_GPU_CHEATS.read_text())
+    recorded["grades"] += json.loads(H100_OWED_CHEATS.read_text())["grades"]
     graded_three_times_but(recorded["grades"], {"puzzle1", "puzzle2", "puzzle3", "puzzle9", "puzzle10", "puzzle11",
                                                 "puzzle15", "puzzle17"}, CHEATS_OWED)
     for grade in recorded["grades"]:
@@ -176,14 +178,20 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
             assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused
 
 
-def test_puzzle14_and_puzzle20s_cheats_were_refused_on_the_h100():
-    """Each of their cheats graded three times on one H100, over several device calls
-    (tests/fixtures/h100_cheats_puzzle14_puzzle20_2026-11-27.json, `benchmarks/grade_cheats.py`): a call that blanks
-    the calls it takes for unchecked is refused at correctness and under the physical floor; a table of the curves
-    misses every checked output by far more than the tolerance; the norm worked ahead on the inputs found alive is
-    right but reads far slower than the baseline."""
-    recorded = json.loads((Path(__file__).parent / "fixtures" / "h100_cheats_puzzle14_puzzle20_2026-11-27.json").read_text())
-    graded_three_times_but(recorded["grades"], {"puzzle14", "puzzle20"}, set())
+# The new puzzles' cheats on one H100, over several device calls (`benchmarks/grade_cheats.py`), each fixture with the
+# puzzles it grades and the cheats still owed a third grade (puzzle21's works_ahead: a step's time limit came first).
+H100_CHEATS = {"h100_cheats_puzzle14_puzzle20_2026-11-27.json": ({"puzzle14", "puzzle20"}, set()),
+               "h100_cheats_puzzle21_2026-11-27.json": ({"puzzle21"}, {("puzzle21", "cheats/works_ahead")})}
+
+
+@pytest.mark.parametrize("fixture", sorted(H100_CHEATS))
+def test_the_new_puzzles_cheats_were_refused_on_the_h100(fixture):
+    """Each of their cheats graded three times on one H100 but those owed: a call that blanks the calls it takes for
+    unchecked is refused at correctness and under the physical floor; a table of the curves misses every checked
+    output by far more than the tolerance; the work done ahead on the inputs found alive is right but reads far
+    slower than the baseline."""
+    recorded = json.loads((Path(__file__).parent / "fixtures" / fixture).read_text())
+    graded_three_times_but(recorded["grades"], *H100_CHEATS[fixture])
     for grade in recorded["grades"]:
         puzzle, refused = get_puzzle(grade["puzzle"]), " ".join(grade["refused_by"])
         assert grade["tier"] == "", grade

@@ -1,5 +1,6 @@
-"""The team's projection kernel: each block sums a 32 x 32 tile of out over its share of the features, and the
-shares (SPLITS of them) are added by torch afterwards. SPLITS was chosen for a grid that fills the GPU.
+"""The team's projection kernel: each block sums a 64 x 64 tile of out over its share of the features (each of its
+256 threads a 4 x 4 square of the tile, held in registers), and the shares (SPLITS of them) are added by torch
+afterwards. SPLITS was chosen for a grid that fills the GPU.
 """
 
 import hashlib
@@ -7,30 +8,45 @@ import hashlib
 import torch
 from torch.utils.cpp_extension import load_inline
 
-SPLITS = 256  # 8192 features / 256: 32 features a block, 128 x 2 x 256 = 65536 blocks
+SPLITS = 256  # 8192 features / 256: 32 features a block, 64 x 1 x 256 = 16384 blocks
 
 KERNEL = r"""
-constexpr int T = 32, SLAB = 32;  // a T x T tile of out a block; the features staged SLAB at a time
-static_assert(SLAB == T, "a thread stages one value of each tile a slab");
+constexpr int T = 64, R = 4, SLAB = 16;  // a T x T tile of out a block, R x R of it a thread; SLAB features at a time
+constexpr int THREADS = (T / R) * (T / R);
+static_assert(T * SLAB == 4 * THREADS, "a thread stages one float4 of x's tile and one of w's a slab");
 
-__global__ void __launch_bounds__(T * T)
+__global__ void __launch_bounds__(THREADS)
 project(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ partial,
         int m, int n, int k, int k_per_block) {
-    __shared__ float xs[T][SLAB + 1];  // x's tile: T rows, SLAB features
-    __shared__ float ws[SLAB][T + 1];  // w's tile: SLAB features, T columns
-    int r = threadIdx.y, c = threadIdx.x;  // this thread's output: row r, column c of the tile
+    __shared__ __align__(16) float xs[SLAB][T + 4];  // x's tile, feature-major: a thread's R rows are one float4
+    __shared__ __align__(16) float ws[SLAB][T];      // w's tile: SLAB features, T columns
+    int tx = threadIdx.x % (T / R), ty = threadIdx.x / (T / R);  // this thread's outputs: rows ty*R.., columns tx*R..
+    int xr = threadIdx.x / (SLAB / 4), xk = threadIdx.x % (SLAB / 4) * 4;  // the float4 of x this thread stages
+    int wk = threadIdx.x / (T / 4), wc = threadIdx.x % (T / 4) * 4;        // and of w
     int row0 = blockIdx.y * T, col0 = blockIdx.x * T, k0 = blockIdx.z * k_per_block;
-    float acc = 0.f;
+    float acc[R][R] = {};
     for (int s = k0; s < k0 + k_per_block; s += SLAB) {
-        xs[r][c] = x[(long long)(row0 + r) * k + s + c];  // a warp along one row's features: coalesced
-        ws[r][c] = w[(long long)(s + r) * n + col0 + c];  // a warp along one feature's 32 columns: coalesced
+        float4 xv = *reinterpret_cast<const float4*>(&x[(long long)(row0 + xr) * k + s + xk]);
+        xs[xk][xr] = xv.x; xs[xk + 1][xr] = xv.y; xs[xk + 2][xr] = xv.z; xs[xk + 3][xr] = xv.w;
+        *reinterpret_cast<float4*>(&ws[wk][wc]) =
+            *reinterpret_cast<const float4*>(&w[(long long)(s + wk) * n + col0 + wc]);  // coalesced along a feature
         __syncthreads();
         #pragma unroll
-        for (int kk = 0; kk < SLAB; ++kk)  // xs: one address a warp (a broadcast); ws: 32 banks
-            acc = fmaf(xs[r][kk], ws[kk][c], acc);
+        for (int kk = 0; kk < SLAB; ++kk) {  // two shared loads of 16 bytes feed 16 multiply-adds
+            float4 a = *reinterpret_cast<const float4*>(&xs[kk][ty * R]);
+            float4 b = *reinterpret_cast<const float4*>(&ws[kk][tx * R]);
+            float av[R] = {a.x, a.y, a.z, a.w}, bv[R] = {b.x, b.y, b.z, b.w};
+            #pragma unroll
+            for (int i = 0; i < R; ++i)
+                #pragma unroll
+                for (int j = 0; j < R; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
         __syncthreads();
     }
-    partial[((long long)blockIdx.z * m + row0 + r) * n + col0 + c] = acc;  // this block's share of out[row][col]
+    #pragma unroll
+    for (int i = 0; i < R; ++i)  // this block's share of out's tile, a float4 a row
+        *reinterpret_cast<float4*>(&partial[((long long)blockIdx.z * m + row0 + ty * R + i) * n + col0 + tx * R]) =
+            make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
 }
 """
 
@@ -38,8 +54,9 @@ LAUNCHER = r"""
 torch::Tensor run(torch::Tensor x, torch::Tensor w, int64_t splits) {
     int m = x.size(0), k = x.size(1), n = w.size(1);
     TORCH_CHECK(m % T == 0 && n % T == 0 && k % (splits * SLAB) == 0, "the sizes must divide into tiles and splits");
+    TORCH_CHECK(x.is_contiguous() && w.is_contiguous(), "x and w are read as float4s of rows: contiguous, please");
     auto partial = torch::empty({splits, m, n}, x.options());  // one partial product a share of the features
-    project<<<dim3(n / T, m / T, splits), dim3(T, T)>>>(
+    project<<<dim3(n / T, m / T, splits), THREADS>>>(
         x.data_ptr<float>(), w.data_ptr<float>(), partial.data_ptr<float>(), m, n, k, k / splits);
     return partial;
 }
