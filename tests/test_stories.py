@@ -30,6 +30,8 @@ TELLS = {
     "batching_policy": ["head-of-line", "wait for the one request", "then wait for", "continuous batching"],
     "collective_communication": ["one all-reduce per", "per row", "many small collectives", "latency-bound"],
     "inter_sm_traffic": ["split-k", "partial sums", "partial products", "exchange", "cross-cta", "across sms"],
+    "recompilation": ["recompil", "compiles again", "re-trace", "retrac", "guard", "recompile_limit",
+                      "cache_size_limit", "falls back to eager", "runs eagerly"],
 }
 # Sentences the stories once held (issue 38 quotes them): each gives its class away.
 ONCE = {

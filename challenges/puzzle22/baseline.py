@@ -1,0 +1,20 @@
+"""The logits processor under torch.compile: each step's logits scaled by their request's temperature, the
+vocabulary's bias added, and turned into log-probabilities in fp32. Compiled with dynamic=False: the team's
+benchmark, at a batch of 32, found its kernels faster than dynamic shapes'.
+"""
+
+import torch
+
+
+def log_probs(logits: torch.Tensor, temperature: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    x = logits.float() / temperature[:, None] + bias
+    return torch.log_softmax(x, dim=-1)
+
+
+def prepare(weights: dict, device: str):
+    return {"process": torch.compile(log_probs, dynamic=False), "bias": weights["bias"]}
+
+
+def forward(state: dict, steps: list) -> torch.Tensor:
+    with torch.inference_mode():
+        return torch.cat([state["process"](logits, temperature, state["bias"]) for logits, temperature in steps])
