@@ -38,6 +38,32 @@ def test_graph_breaks_and_recompiles_are_reported(make_request, tmp_path):
     assert any(line.startswith("  recompiled: ") for line in lines)
 
 
+def test_a_function_compiled_past_the_recompile_limit_is_reported_as_given_up(make_request, tmp_path):
+    """dynamic=False and a new size each call (puzzle22's baseline): after 8 graphs dynamo stops compiling the
+    function and runs every new size eagerly, saying so once in a warning; the report counts it and names the
+    function, in the profile's metrics and the grade's lines alike."""
+    result = run_harness(make_request(mine="""
+        import torch
+
+        step = torch.compile(lambda x: torch.log_softmax(x * 2, -1), dynamic=False, backend="eager")
+
+        def prepare(weights, device):
+            return weights
+
+        def forward(state, x):
+            for rows in range(1, 11):  # ten sizes: two past the limit
+                step(x.repeat(rows, 1))  # [rows, 4]: a new size for the guards
+            return x * state["w"]
+    """), tmp_path / "run", 300).result
+    report = result["compile"]
+    print(report)
+    assert report["recompile_limit_hits"] == 1 and report["compiled_graphs"] == 8
+    assert "recompile_limit (8)" in report["reasons"]["recompile_limit"][0]
+    assert "function: '<lambda>'" in report["reasons"]["recompile_limit"][0]
+    assert any(line.startswith("  stopped compiling, eager from then on: torch._dynamo hit config.recompile_limit")
+               for line in compile_lines(report))
+
+
 def test_no_compile_no_report(make_request, tmp_path):
     result = run_harness(make_request(mine="""
         def prepare(weights, device):

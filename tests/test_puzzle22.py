@@ -21,7 +21,7 @@ STYLES = ["baseline.py", "solution/workload.py", "alternatives/padded_buckets.py
 
 
 class CountingBackend:
-    """A torch.compile backend that runs dynamo's graph as it is, counting the graphs compiled and the steps they ran."""
+    """A torch.compile backend that runs dynamo's graph as it is, counting the graphs compiled and the steps run."""
 
     def __init__(self) -> None:
         self.graphs, self.compiled_steps = 0, 0

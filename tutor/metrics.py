@@ -51,6 +51,8 @@ METRIC_DOCS: dict[str, str] = {
     "compile.graphs": "graphs torch.compile compiled since the workload loaded (1 + recompiles)",
     "compile.graph_breaks": "graph breaks torch.compile met: Python it ran eagerly between compiled graphs",
     "compile.recompiles": "times torch.compile compiled a function again because a guard failed (a new shape, dtype...)",
+    "compile.recompile_limit_hits": "functions torch.compile stopped compiling at its recompile limit: a shape it "
+                                    "has no graph for runs eagerly from then on",
     "compile.cudagraph_skips": "times torch.compile(mode='reduce-overhead') ran a graph without a CUDA graph",
     # The memory profiler (the CUDA allocator's history; tutor.profilers.memory_snapshot). Phases: prepare
     # (the weights made and prepare()), warmup (warm-up calls), iterations (the profiled calls).

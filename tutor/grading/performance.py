@@ -148,7 +148,7 @@ def compile_lines(report: dict) -> list[str]:
     lines = [f"torch.compile: {report['compiled_graphs']} graph(s), {report['graph_breaks']} graph break(s), "
              f"{report['recompiles']} recompile(s), CUDA graphs skipped {report['cudagraph_skips']} time(s){captured}"]
     for kind, words in (("cudagraph_skips", "CUDA graphs skipped"), ("graph_breaks", "graph break"),
-                        ("recompiles", "recompiled")):
+                        ("recompiles", "recompiled"), ("recompile_limit", "stopped compiling, eager from then on")):
         for reason in report.get("reasons", {}).get(kind, []):
             lines.append(f"  {words}: {reason}")
     return lines

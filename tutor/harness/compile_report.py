@@ -15,6 +15,8 @@ from tutor.harness.memory_facts import dynamo_graphs
 MAX_REASONS = 5  # per kind: the first ones name the cause; the rest repeat it
 # torch's log artifact -> what its messages report (graph breaks are read from dynamo's own counter).
 ARTIFACTS = {"cudagraphs": "cudagraph_skips", "recompiles": "recompiles"}
+# dynamo's warning, once a function, when it stops compiling it: every shape it has no graph for runs eagerly after.
+LIMIT_WORDS = ("hit config.recompile_limit", "hit config.cache_size_limit")
 # torch's own loggers stop propagation at each of these: a handler on "torch" alone hears nothing.
 LOGGERS = ("torch", "torch._dynamo", "torch._inductor")
 
@@ -25,14 +27,17 @@ class _Keep(logging.Handler):
         self.reasons, self.seen = reasons, seen
 
     def emit(self, record: logging.LogRecord) -> None:
-        artifact = record.name.rsplit(".__", 1)[-1]
-        kind = ARTIFACTS.get(artifact)
-        if kind is None:
+        kind = ARTIFACTS.get(record.name.rsplit(".__", 1)[-1])
+        if kind is None and not record.name.startswith("torch._dynamo"):
             return
         try:
             text = record.getMessage().strip()
         except Exception:  # noqa: BLE001 - a message that fails to format is still a skip
             text = str(record.msg)
+        if kind is None:
+            if not any(words in text for words in LIMIT_WORDS):
+                return
+            kind, text = "recompile_limit", " ".join(line.strip() for line in text.splitlines()[:2])
         if kind == "cudagraph_skips" and "skipping cudagraphs" not in text:
             return  # the same artifact also logs successful recordings
         self.seen[kind] = self.seen.get(kind, 0) + 1
@@ -68,6 +73,7 @@ class CompileWatch:
         reasons = {**self.reasons, "graph_breaks": [str(r).splitlines()[0][:300] for r in list(breaks)[:MAX_REASONS]]}
         return {"compiled_graphs": graphs, "graph_breaks": int(sum(breaks.values())),
                 "recompiles": self.seen.get("recompiles", 0),
+                "recompile_limit_hits": self.seen.get("recompile_limit", 0),
                 "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]),
                 "reasons": {k: v for k, v in reasons.items() if v}}
 

@@ -74,6 +74,7 @@ MEMORY_METRICS = {
     "compiled_graphs": "compile.graphs",
     "graph_breaks": "compile.graph_breaks",
     "recompiles": "compile.recompiles",
+    "recompile_limit_hits": "compile.recompile_limit_hits",
     "cudagraph_skips": "compile.cudagraph_skips",
 }
 
