@@ -6,7 +6,9 @@
 
 No profile is taken: a cheat's answer would name the right bottleneck anyway, so what matters is whether the
 grade's other criteria refuse it. The tier printed is the one it earns with them (withheld when correctness, fair
-play or the physical floor fails), as a right diagnosis would leave it. Each grade is a fresh workspace and seed.
+play or the physical floor fails), as a right diagnosis would leave it. Each grade draws a fresh seed and starts
+the graded file's compile caches empty; a puzzle's grades share one workspace, whose ruler keeps its builds (the
+baseline's CUDA kernels compile once, not a minute each grade).
 
 With --gpus N (a host of N GPUs), N grades run at once, each in its own process that sees one GPU alone
 (CUDA_VISIBLE_DEVICES); --stop-after starts no grade after that many seconds, so a time-limited run keeps
@@ -33,8 +35,8 @@ from tutor.runner import RunFailed
 from tutor.workspace import scratch_workspace
 
 
-def grade_one(puzzle, path, which: str) -> dict:
-    ws = scratch_workspace("infprof-cheat-")
+def grade_one(ws, puzzle, path, which: str) -> dict:
+    shutil.rmtree(ws.compile_cache("candidate"), ignore_errors=True)  # nothing the last graded file built
     shutil.copy(path, ws.editable_path(puzzle, "workload.py"))
     try:
         verdict = actions.grade(ws, puzzle)
@@ -127,12 +129,15 @@ def main() -> None:
     if args.gpus > 1:
         grade_on_gpus(wanted, args.gpus, args.stop_after, record)
         return
-    start = time.monotonic()
+    start, workspaces = time.monotonic(), {}
     for puzzle_id, which, run in wanted:
         if args.stop_after is not None and time.monotonic() - start > args.stop_after:
             break
         puzzle = get_puzzle(puzzle_id)
-        record({**grade_one(puzzle, puzzle.solution_path(which), which), "run": run})
+        if puzzle_id not in workspaces:
+            workspaces[puzzle_id] = scratch_workspace("infprof-cheat-")
+        ws = workspaces[puzzle_id]
+        record({**grade_one(ws, puzzle, puzzle.solution_path(which), which), "run": run})
 
 
 if __name__ == "__main__":
