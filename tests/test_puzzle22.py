@@ -17,7 +17,7 @@ from tutor.catalog import all_puzzles, get_puzzle
 
 PUZZLE = get_puzzle("puzzle22", drafts=True)
 SMALL = {"VOCAB": 512}  # the spec's scene with a narrower vocabulary: the batch sizes, and so the guards, as they are
-STYLES = ["baseline.py", "solution/workload.py", "alternatives/padded_buckets.py"]
+STYLES = ["baseline.py", "solution/workload.py", "alternatives/padded_buckets.py"]  # torch's ops: the CPU runs them
 
 
 class CountingBackend:
@@ -112,7 +112,7 @@ def test_the_floors_rows_hold_for_the_median_call_of_every_grade():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("workload", STYLES)
+@pytest.mark.parametrize("workload", [*STYLES, "alternatives/triton_rows.py"])
 def test_every_style_compiled_by_inductor_returns_the_log_probabilities_on_the_gpu(workload):
     spec = puzzle_file(PUZZLE, "spec.py")
     module = puzzle_file(PUZZLE, workload)
