@@ -124,3 +124,22 @@ def test_every_style_compiled_by_inductor_returns_the_log_probabilities_on_the_g
     rel = relative_l2(out, exact)
     print(workload, f"relative L2 {rel:.2e}")
     assert rel < PUZZLE.correctness.max_rel_l2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload, graphs", [("baseline.py", {8}), ("solution/workload.py", {1, 2, 3})])
+def test_inductor_on_the_gpu_compiles_as_dynamo_did_on_the_cpu(workload, graphs):
+    """The CPU tests' counts with inductor's real compiles: the baseline stops at the limit, the reference does not."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    spec = puzzle_file(PUZZLE, "spec.py")
+    module = puzzle_file(PUZZLE, workload)
+    state = module.prepare(spec.make_weights(0, "cuda"), "cuda")
+    for steps in spec.warmup_inputs(0, "cuda"):
+        module.forward(state, steps)
+    print(workload, dict(counters["stats"]))
+    assert counters["stats"]["unique_graphs"] in graphs
+    torch._dynamo.reset()
