@@ -88,6 +88,11 @@ def test_every_cheat_graded_on_the_gpu_was_refused_for_what_it_tried():
         assert grade["tier"] == "" and words[grade["which"]] in correctness, grade
 
 
+def errors_too_far(refused: str) -> list[float]:
+    """The relative L2 errors a correctness refusal quotes as too far, each checked output's."""
+    return [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", refused)]
+
+
 def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100():
     """Each of puzzle4's cheats graded three times on one H100 (tests/fixtures/h100_cheats_puzzle4_2026-11-27.json): the
     calls back to back answered blank are caught among the timed calls; the chain's tables miss every score, the
@@ -103,7 +108,7 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
         if grade["which"] == "cheats/skips_calls_back_to_back":
             assert "timed calls checked" in correctness
         else:
-            errors = [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", correctness)]
+            errors = errors_too_far(correctness)
             assert len(errors) >= 3 and min(errors) > 20 * puzzle.correctness.max_rel_l2, correctness
 
 
@@ -174,7 +179,7 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
         elif grade["puzzle"] == "puzzle18":
             assert "without their logit" in refused or "the logits do not" in refused, refused
         else:
-            errors = [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", refused)]
+            errors = errors_too_far(refused)
             assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused
 
 
@@ -199,7 +204,7 @@ def test_the_new_puzzles_cheats_were_refused_on_the_h100(fixture):
             assert refused.startswith("correctness: Output differs") and "timed calls checked" in refused, refused
             assert "physical floor: Faster than this GPU can do the work" in refused, refused
         elif grade["which"] == "cheats/tabulates_the_curves":
-            errors = [float(e) for e in re.findall(r"relative L2 error ([0-9.e+-]+), too far", refused)]
+            errors = errors_too_far(refused)
             assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused
         else:
             assert refused.startswith("performance: Not yet") and "correctness" not in refused, refused
