@@ -11,7 +11,7 @@ import torch
 VOCAB = 128256  # a Llama-3 vocabulary
 MAX_BATCH = 64
 STEPS = 8
-_WEIGHT_STREAM, _INPUT_STREAM = 1 << 45, 1 << 46
+_WEIGHT_STREAM, _INPUT_STREAM, _WARMUP_STREAM = 1 << 45, 1 << 46, 1 << 47
 
 
 def make_weights(seed: int, device: str) -> dict:
@@ -20,23 +20,26 @@ def make_weights(seed: int, device: str) -> dict:
     return {"bias": (torch.randn(VOCAB, generator=g) * 0.1).to(device)}
 
 
-def _steps(sizes, g: torch.Generator, device: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """A step per batch size: (logits [batch, VOCAB] bf16, temperature [batch] fp32 in 0.5..1.5)."""
-    return [((torch.randn(int(b), VOCAB, generator=g) * 4).to(torch.bfloat16).to(device),
-             (0.5 + torch.rand(int(b), generator=g)).to(device)) for b in sizes]
+def _steps(sizes, stream: int, device: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """A step per batch size: (logits [batch, VOCAB] bf16, temperature [batch] fp32 in 0.5..1.5), drawn on the
+    device: a call's 260 rows of logits drawn on the CPU took a fifth of a second, and every timed call has its own."""
+    g = torch.Generator(device=device).manual_seed(stream)
+    return [((torch.randn(int(b), VOCAB, generator=g, device=device) * 4).to(torch.bfloat16),
+             0.5 + torch.rand(int(b), generator=g, device=device)) for b in sizes]
 
 
 def make_input(seed: int, device: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """STEPS decode steps, each with a batch size drawn from 1..MAX_BATCH."""
     g = torch.Generator().manual_seed(_INPUT_STREAM + seed)
-    return _steps(torch.randint(1, MAX_BATCH + 1, (STEPS,), generator=g).tolist(), g, device)
+    return _steps(torch.randint(1, MAX_BATCH + 1, (STEPS,), generator=g).tolist(), _INPUT_STREAM + seed, device)
 
 
 def warmup_inputs(seed: int, device: str) -> list[list[tuple[torch.Tensor, torch.Tensor]]]:
     """Every batch size 1..MAX_BATCH once, in a shuffled order, STEPS steps an input."""
     g = torch.Generator().manual_seed(_INPUT_STREAM + seed)
     sizes = (torch.randperm(MAX_BATCH, generator=g) + 1).tolist()
-    return [_steps(sizes[i:i + STEPS], g, device) for i in range(0, MAX_BATCH, STEPS)]
+    return [_steps(sizes[i:i + STEPS], _WARMUP_STREAM + seed * MAX_BATCH + i, device)
+            for i in range(0, MAX_BATCH, STEPS)]
 
 
 # The rows a call's steps hold, summed, at the least its median call can hold: 8 draws from 1..64 sum to 260 on
