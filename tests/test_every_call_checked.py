@@ -12,8 +12,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
-from tutor.harness.call_checks import REUSED
+from tutor.harness.call_checks import REUSED, WHOLE_LIMIT, read_whole
 from tutor.runner import run_harness
 
 SPEC = """
@@ -64,6 +65,13 @@ def test_an_honest_workload_passes_every_call(make_request, tmp_path):
     assert all(map(right, result["checks"])) and wrong_per_round(result)[0] == 0
     # The warm call, 1-3 calls back to back and the last of them whole again: 3-5 checks a round.
     assert 3 * ROUNDS <= len(result["timed_checks"]) <= 5 * ROUNDS
+
+
+def test_an_output_too_large_to_copy_each_round_is_compared_at_its_samples_alone():
+    whole = read_whole(7, torch.arange(6.0))
+    assert whole[0][0] == 7 and torch.equal(whole[0][1]["tensor"], torch.arange(6.0))
+    assert read_whole(7, torch.zeros(1).expand(WHOLE_LIMIT + 1)) == []  # no memory of its own: expanded
+    assert read_whole(7, [1.0])[0][1]["problem"].startswith("forward() returned list")  # still named for what it is
 
 
 def test_calls_back_to_back_that_skip_their_work_are_caught(make_request, tmp_path):

@@ -216,7 +216,8 @@ class Worker:
         An untimed call on the first warms the host (tutor.harness.gpu_clock); the call clock's calls back to back
         on the rest, all but the last on CUDA, where the GPU clock's call takes the last. Every call's output is
         kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after; with `keep`,
-        the last two outputs whole too, by their seeds (the number of calls changes each round).
+        the last two outputs whole too, by their seeds (the number of calls changes each round), where not too
+        large to copy (call_checks.read_whole).
         """
         waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
         loop_seeds, single = (seeds[1:-1], seeds[-1]) if self.device.cuda else (seeds[1:], None)
@@ -240,14 +241,14 @@ class Worker:
 
         ms = self.device.loop_ms(warm, loop_calls, name)
         self.samples[name].append(ms)  # the call clock's sample
-        checked = [[loop_seeds[-1], wire.portable(last.pop())]] if keep else []
+        checked = call_checks.read_whole(loop_seeds[-1], last.pop()) if keep else []
         self._verify()
         if single is not None:
             x = self._input(single)  # made after the loop ended: no call of it could work ahead
             _, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
             kept.append(call_checks.Kept(out))  # after the events: read whole below, nothing overwrites it
             if keep:
-                checked.append([single, wire.portable(out)])
+                checked += call_checks.read_whole(single, out)
             del out
             self._verify()
         if not keep:

@@ -1,12 +1,12 @@
-"""Static shapes kept, as the team wanted, but only a few of them: each step's batch padded up to a bucket (8, 16,
-32 or 64 rows) and compiled with dynamic=False, four sizes inside the recompile limit of eight, so no size ever runs
+"""Static shapes kept, as the team wanted, but only a few of them: each step's batch padded up to a bucket (32, 64,
+128 or 256 rows) and compiled with dynamic=False, four sizes inside the recompile limit of eight, so no size ever runs
 eagerly. The padding rows are computed and dropped: rows are independent, so the answer is the same, for at most
 twice the rows of a step.
 """
 
 import torch
 
-BUCKETS = (8, 16, 32, 64)
+BUCKETS = (32, 64, 128, 256)
 
 
 def log_probs(logits: torch.Tensor, temperature: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
