@@ -1,19 +1,24 @@
-"""puzzle22, Sixty-four sizes of one step, as far as the CPU can check it: dynamo's own guards, run on the CPU with
-a backend that counts graphs and the steps they serve, compile the baseline eight times and then leave most batch
-sizes to run eagerly, while the reference and the padded buckets serve every size compiled; every style's
-log-probabilities match float64's far inside the tolerance and a blank step does not; the floor's rows hold for
-the median call. A draft: the GPU's numbers are to be measured (MEASUREMENTS.md).
+"""puzzle22, Any batch but eight, as far as the CPU can check it: dynamo's own guards, run on the CPU with a backend
+that counts graphs and the steps they serve, compile the baseline eight times and then leave most batch sizes to run
+eagerly, while the reference and the padded buckets serve every size compiled; every style's log-probabilities match
+float64's far inside the tolerance and a blank step does not; the floor's rows hold for the median call; the H100's
+first grades read the tiers puzzle.toml sets. A draft until the H100 has graded it as a shipped puzzle is graded
+(MEASUREMENTS.md).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
+from pathlib import Path
 
 import pytest
 import torch
 
 from conftest import puzzle_file, relative_l2
 from tutor.catalog import all_puzzles, get_puzzle
+from tutor.grading.performance import tier_reached
+from tutor.stats import Estimate
 
 PUZZLE = get_puzzle("puzzle22", drafts=True)
 SMALL = {"VOCAB": 512}  # the spec's scene with a narrower vocabulary: the batch sizes, and so the guards, as they are
@@ -109,6 +114,37 @@ def test_the_floors_rows_hold_for_the_median_call_of_every_grade():
     assert lowest > 1.4 * spec.LEAST_MEDIAN_ROWS
     work = spec.least_work(50 * 2**20)
     assert work["hbm_bytes"] == spec.LEAST_MEDIAN_ROWS * spec.VOCAB * 6 - 50 * 2**20 > 0
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_the_h100s_first_grades_read_the_tiers_puzzle_toml_sets():
+    """The reference graded twice, each alternative once, on one H100 (MEASUREMENTS.md): each reads its own tier under
+    today's bars, and each bar stands at least a tenth from the style nearest it."""
+    grades = json.loads((FIXTURES / "draft_h100_grades_puzzle22_2026-11-28.json").read_text())
+    expected = {"reference": "gold", **{f"alternatives/{n}": t for n, t in PUZZLE.alternatives.items()}}
+    assert {g["which"] for g in grades} == set(expected)
+    bars = [t.min_speedup for t in PUZZLE.tiers]
+    for g in grades:
+        speedups = {clock: {vs: Estimate(**e) for vs, e in by_vs.items()} for clock, by_vs in g["speedups"].items()}
+        assert g["rules_passed"] and tier_reached(PUZZLE, speedups) == expected[g["which"]], g
+        median = speedups["gpu"]["baseline"].median
+        assert min(abs(median / bar - 1) for bar in bars) > 0.1, (g["which"], median)
+
+
+def test_the_h100s_first_cheat_grades_were_refused():
+    """Each cheat graded once so far: blanking the calls it takes for unchecked is refused at correctness, every
+    sampled output of those calls wrong; working ahead on the steps found alive finds none and reads far slower."""
+    grades = json.loads((FIXTURES / "draft_h100_cheats_puzzle22_2026-11-28.json").read_text())["grades"]
+    assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")}
+    for g in grades:
+        refused = " ".join(g["refused_by"])
+        assert g["tier"] == "", g
+        if g["which"] == "cheats/reads_which_call_is_checked":
+            assert refused.startswith("correctness: Output differs") and "relative L2 error 1.00e+00" in refused
+        else:
+            assert refused.startswith("performance: Not yet") and g["speedups"]["baseline"] < 1.0, g
 
 
 @pytest.mark.gpu
