@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Verify the GPU puzzles on a lent GPU machine in one call (see README: "Using a GPU machine").
-# Expects wheels in .whl/ (torchao, sqlite-utils and its deps, platformdirs); writes logs to $OUT.
+# Expects wheels in .whl/ (benchmarks/device_wheels.sh fetches them); writes logs to $OUT.
 #   bash benchmarks/device_verify.sh [puzzle ...]     (default: every CUDA puzzle)
 set -uo pipefail
 OUT=${OUT:-/tmp/infprof-out}; mkdir -p "$OUT"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Each solution of a puzzle graded once cold (INFPROF_WARM=0) and once forked from a warm harness (tutor.warm),
 # into $OUT/cold_PUZZLE_WHICH.json and $OUT/warm_PUZZLE_WHICH.json, as benchmarks/grades_fixture.py reads them
-# (issue 17: a grade must read the same tier both ways). On a GPU machine, wheels in .whl/ (device README):
+# (issue 17: a grade must read the same tier both ways). On a GPU machine, wheels in .whl/ (device_wheels.sh):
 #   bash benchmarks/warm_cold.sh PUZZLE [SECONDS A GRADE]
 set -uo pipefail
 pid=$1 limit=${2:-150}
