@@ -31,7 +31,11 @@ SPAWN_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "o
 # Honest puzzle0 grades (reference, baseline, torch.compile) measure 0.0 ms; the cheats in
 # tests/test_anticheat.py measure 22-31 ms.
 SIDE_WORK_MIN_MS = 3.0
-SIDE_WORK_FRACTION = 0.2  # of the candidate's own timed total
+# Of the CPU time the timed thread spent inside the calls meanwhile: CPU against CPU, so a loaded machine, which
+# stretches the calls' wall clock and not their CPU, moves neither side (against the timed wall clock, half the work
+# on a thread once passed unseen in a loaded test run). The harness's own work on that thread is left out: it is
+# several times a small puzzle's calls.
+SIDE_WORK_FRACTION = 0.2
 
 _process_ns, _thread_ns = time.process_time_ns, time.thread_time_ns
 
@@ -115,14 +119,25 @@ class SideWork:
 
     def __init__(self) -> None:
         self._process, self._thread = _process_ns(), _thread_ns()
+        self._in_calls = 0
 
-    def violation(self, candidate_ms: float) -> str | None:
+    def call(self, fn, *args):
+        """fn(*args), its CPU time on this thread counted."""
+        began = _thread_ns()
+        try:
+            return fn(*args)
+        finally:
+            self._in_calls += _thread_ns() - began
+
+    def violation(self) -> str | None:
         side_ms = ((_process_ns() - self._process) - (_thread_ns() - self._thread)) / 1e6
-        if side_ms <= max(SIDE_WORK_MIN_MS, SIDE_WORK_FRACTION * candidate_ms):
+        own_ms = self._in_calls / 1e6
+        if side_ms <= max(SIDE_WORK_MIN_MS, SIDE_WORK_FRACTION * own_ms):
             return None
-        return (f"{side_ms:.1f} ms of CPU time ran on other threads while the workloads were checked and timed "
-                f"(yours took {candidate_ms:.1f} ms in all): CPU puzzles are timed on one thread, so the work must "
-                "run on the thread that calls forward() (no threads of your own, no torch.set_num_threads)")
+        return (f"{side_ms:.1f} ms of CPU time ran on other threads while your workload was checked and timed "
+                f"(its calls took {own_ms:.1f} ms of CPU on the thread that made them): CPU puzzles are timed on "
+                "one thread, so the work must run on the thread that calls forward() (no threads of your own, no "
+                "torch.set_num_threads)")
 
 
 def _token(path: str) -> str:

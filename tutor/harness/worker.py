@@ -296,7 +296,7 @@ class Worker:
             # On CUDA the clocks already wait for the whole device; with ranks, gloo's own threads do the collectives;
             # a server is thawed only for its own replay, whose wall clock counts whatever its threads do.
             if not self.device.cuda and self.request.get("ranks", 1) == 1 and not self.serving:
-                hidden = self.side.violation(sum(self.samples.get(self.candidate, [])))
+                hidden = self.side.violation()
                 if hidden:
                     self.guard.note(hidden)
             if self.shard_bytes:  # a rank keeps its shard and its buffers, no other rank's weights
@@ -327,6 +327,8 @@ class Worker:
     # -- helpers ------------------------------------------------------------------------------
 
     def forward(self, name: str, x):
+        if self.side is not None and not self.device.cuda:  # every workload's calls alike, the ruler's too
+            return self.side.call(call_workload, f"{name}.forward()", self.modules[name].forward, self.states[name], x)
         return call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
 
     def _input(self, seed: int):
