@@ -110,7 +110,8 @@ def test_learner_code_in_a_warm_run_holds_what_it_holds_in_a_cold_one(warm, make
 
 
 def hangs_with_a_child(marker) -> str:
-    """A workload that forks a process of its own (its pid written to `marker`), then never returns a call."""
+    """A workload that forks a process of its own (its pid written to `marker`, which appears whole), then never
+    returns a call."""
     return f"""
         import os, time
         def prepare(weights, device):
@@ -118,7 +119,9 @@ def hangs_with_a_child(marker) -> str:
             if pid == 0:
                 time.sleep(600)
                 os._exit(0)
-            open({str(marker)!r}, "w").write(str(pid))
+            with open({str(marker)!r} + ".part", "w") as f:  # whole when it appears: the test reads it at once
+                f.write(str(pid))
+            os.replace({str(marker)!r} + ".part", {str(marker)!r})
             return weights
         def forward(state, x):
             time.sleep(600)
