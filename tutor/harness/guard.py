@@ -13,11 +13,14 @@ from __future__ import annotations
 import gc
 import inspect
 import os
+import resource
 import signal
 import sys
 import threading
 import time
 import types
+
+from tutor.harness import processes
 
 # Libraries that legitimately patch torch (torch._dynamo wraps Module.__init__ and manual_seed).
 LIBRARIES = ("torch", "triton", "torchao", "gemlite", "functorch")
@@ -114,11 +117,20 @@ class Guard:
             self.note("a hook that runs inside the harness's code was installed: " + ", ".join(moved))
 
 
+def _below_ns() -> int:
+    """CPU time of the processes below this one: those it waited for, and those still there (with the ones they
+    waited for)."""
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (int((waited.ru_utime + waited.ru_stime) * 1e9)
+            + sum(processes.cpu_ns(pid) for pid in processes.descendants(os.getpid())))
+
+
 class SideWork:
-    """CPU time spent off the timed thread since it started: on CPU, a side thread's work escapes the clock."""
+    """CPU time spent off the timed thread since it started, on other threads or in processes of the workload's own:
+    on CPU, such work escapes the clock."""
 
     def __init__(self) -> None:
-        self._process, self._thread = _process_ns(), _thread_ns()
+        self._process, self._thread, self._below = _process_ns(), _thread_ns(), _below_ns()
         self._in_calls = 0
 
     def call(self, fn, *args):
@@ -130,14 +142,15 @@ class SideWork:
             self._in_calls += _thread_ns() - began
 
     def violation(self) -> str | None:
-        side_ms = ((_process_ns() - self._process) - (_thread_ns() - self._thread)) / 1e6
+        off_thread = (_process_ns() - self._process) - (_thread_ns() - self._thread)
+        side_ms = (off_thread + _below_ns() - self._below) / 1e6
         own_ms = self._in_calls / 1e6
         if side_ms <= max(SIDE_WORK_MIN_MS, SIDE_WORK_FRACTION * own_ms):
             return None
-        return (f"{side_ms:.1f} ms of CPU time ran on other threads while your workload was checked and timed "
-                f"(its calls took {own_ms:.1f} ms of CPU on the thread that made them): CPU puzzles are timed on "
-                "one thread, so the work must run on the thread that calls forward() (no threads of your own, no "
-                "torch.set_num_threads)")
+        return (f"{side_ms:.1f} ms of CPU time ran on other threads or processes while your workload was checked and "
+                f"timed (its calls took {own_ms:.1f} ms of CPU on the thread that made them): CPU puzzles are timed on "
+                "one thread, so the work must run on the thread that calls forward() (no threads or processes of "
+                "your own, no torch.set_num_threads)")
 
 
 def _token(path: str) -> str:

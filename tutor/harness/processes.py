@@ -90,6 +90,33 @@ def _children(pid: int) -> set[int]:
     return kids
 
 
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid`: its children, theirs, and so on."""
+    if CHILDREN_LISTED:
+        found, frontier = set(), {pid}
+        while frontier:
+            frontier = set().union(*(_children(p) for p in frontier)) - found
+            found |= frontier
+        return found
+    parents = _parents()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, ppid in parents.items() if ppid in frontier and p not in found}
+        found |= frontier
+    return found
+
+
+def cpu_ns(pid: int) -> int:
+    """The CPU time `pid` used, its children's that it waited for included (/proc's clock ticks); 0 once it is gone."""
+    try:
+        # The command name (field 2) may hold spaces and parentheses: split after its last ')'. Fields 14-17:
+        # utime, stime, cutime, cstime.
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(map(int, fields[11:15])) * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def learner_side(candidate: int, trusted: set[int]) -> set[int]:
     """The candidate and every descendant of it, plus whatever was re-parented to us and is not `trusted`."""
     if CHILDREN_LISTED:
