@@ -31,8 +31,8 @@ FILE_EVENTS = {"open", "sqlite3.connect", "os.link", "os.symlink", "os.rename", 
                "shutil.copytree", "os.truncate", "os.remove", "os.chmod", "os.utime"}
 SPAWN_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"}
 # CPU puzzles run on one thread: more CPU than this off the timed thread means hidden work.
-# Honest puzzle0 grades (reference, baseline, torch.compile) measure 0.0 ms; the cheats in
-# tests/test_anticheat.py measure 22-31 ms.
+# Honest puzzle0 grades (reference, baseline, torch.compile) measure 0.0-0.8 ms; the cheats in
+# tests/test_anticheat.py (a side thread, a child process) measure 10-50 ms at the tests' small puzzle0.
 SIDE_WORK_MIN_MS = 3.0
 # Of the CPU time the timed thread spent inside the calls meanwhile: CPU against CPU, so a loaded machine, which
 # stretches the calls' wall clock and not their CPU, moves neither side (against the timed wall clock, half the work
