@@ -1,9 +1,9 @@
-"""puzzle22, Any batch but eight, as far as the CPU can check it: dynamo's own guards, run on the CPU with a backend
-that counts graphs and the steps they serve, compile the baseline eight times and then leave most batch sizes to run
-eagerly, while the reference and the padded buckets serve every size compiled; every style's log-probabilities match
-float64's far inside the tolerance and a blank step does not; the floor's rows hold for the median call; the H100's
-first grades read the tiers puzzle.toml sets. A draft until the H100 has graded it as a shipped puzzle is graded
-(MEASUREMENTS.md).
+"""puzzle22, Fast at the benchmark's batch size, as far as the CPU can check it: dynamo's own guards, run on the
+CPU with a backend that counts graphs and the steps they serve, compile the baseline eight times and then leave most
+batch sizes to run eagerly, while the reference and the padded buckets serve every size compiled; every style's
+log-probabilities match float64's far inside the tolerance and a blank step does not; the floor's rows hold for the
+median call; the H100's first grades read the tiers puzzle.toml sets. A draft until the H100 has graded it as often
+as a shipped puzzle is graded (MEASUREMENTS.md).
 """
 
 from __future__ import annotations
