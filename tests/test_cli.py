@@ -14,6 +14,7 @@ import pytest
 
 from tutor.machine import this_machine
 from tutor.cli import main
+from tutor import stage_clock
 from tutor.progress import Progress
 
 # puzzle0 at 256 rows (tests/conftest.py): these tests are of the tutor's flows, not of puzzle0's numbers.
@@ -119,11 +120,13 @@ def test_reset_restores_and_keeps_a_backup(in_workspace, capsys):
     assert (workload.parent / "workload.py.bak").read_text() == "broken"
 
 
-def test_grading_the_untouched_baseline_fails_and_is_recorded(in_workspace, capsys):
+def test_grading_the_untouched_baseline_fails_and_is_recorded(in_workspace, capsys, monkeypatch):
+    monkeypatch.setattr(stage_clock, "LONG_S", 0.0)  # a grade of seconds here, accounted for as a long one would be
     assert main(["grade", "puzzle0"]) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "PASS correctness" in out and "FAIL performance" in out and "FAIL diagnosis" in out
     assert "infprof-tutor hint puzzle0" in out
+    assert " s in all, most of it in " in err  # after the verdict: where the grade's time went
     [attempt] = Progress(in_workspace.db_path).attempts("puzzle0")
     assert attempt["passed"] == 0 and 0.7 < attempt["speedup"] < 1.4
 

@@ -23,11 +23,14 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def _progress_printer(verbose: bool = True):
-    """Stage lines and a timing counter on stderr, from harness events."""
+def _progress_printer(verbose: bool = True, stages=None):
+    """Stage lines and a timing counter on stderr, from harness events; each stage's time into `stages` (a
+    tutor.stage_clock.StageClock), if given."""
     last = {"stage": None}
 
     def on_event(event: dict) -> None:
+        if event["type"] == "stage" and stages is not None:
+            stages.stage(event["stage"], event.get("detail", ""))
         if event["type"] == "stage" and event["stage"] != last["stage"]:
             last["stage"] = event["stage"]
             err_console.print(f"[cyan]▸[/] {event['stage']}: {event.get('detail', '')}", highlight=False)
@@ -122,14 +125,20 @@ def cmd_grade(args) -> int:
     from tutor.cli_views import answer_view, verdict_view
     from tutor.workspace import require_workspace
 
+    from tutor.stage_clock import StageClock
+
     ws = require_workspace(args.workspace)
     p = get_puzzle(args.puzzle)
-    verdict = actions.grade(ws, p, _progress_printer())
+    stages = StageClock()
+    verdict = actions.grade(ws, p, _progress_printer(stages=stages))
+    stages.finish()
     unreadable = unreadable_answer(verdict, ws.editable_path(p, "answer.toml"))
     # An unreadable answer.toml gets its own panel (the line at fault, how to write it), after the verdict.
     console.print(verdict_view(verdict, brief=("diagnosis",) if unreadable else ()))
     if unreadable:
         console.print(answer_view(unreadable))
+    for line in stages.account():  # a long grade: where its time went, and what the next one skips
+        err_console.print(line, highlight=False)
     return 0 if verdict.passed else 1
 
 
