@@ -20,6 +20,7 @@ import pytest
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Markdown, OptionList
 
+from tutor import stage_clock
 from tutor.app.app import InfprofApp
 from tutor.app.commands import puzzle_commands
 from tutor.app.messages import FilesSaved, RunFinished
@@ -269,7 +270,8 @@ async def test_e_opens_the_highlighted_file_in_the_editor(workspace, tmp_path, m
 # -- real runs of puzzle0 ----------------------------------------------------------------------------
 
 
-async def test_grading_puzzle0_for_real_streams_stages_and_shows_the_verdict(workspace):
+async def test_grading_puzzle0_for_real_streams_stages_and_shows_the_verdict(workspace, monkeypatch):
+    monkeypatch.setattr(stage_clock, "LONG_S", 0.0)  # a grade of seconds here, accounted for as a long one would be
     async with puzzle_open(workspace) as (pilot, screen):
         seen = []
         panel = screen.query_one(RunPanel)
@@ -285,6 +287,8 @@ async def test_grading_puzzle0_for_real_streams_stages_and_shows_the_verdict(wor
         rows = {row.criterion.name: row.criterion for row in screen.query(CriterionRow)}
         assert rows["correctness"].passed and not rows["performance"].passed
         assert not rows["diagnosis"].passed and "answer.toml" in rows["diagnosis"].summary
+        account = panel.query_one("#run-account")
+        assert account.display and " s in all, most of it in " in str(account.render())  # where its time went
         [attempt] = Progress(workspace.db_path).attempts("puzzle0")
         assert attempt["passed"] == 0
         await pilot.press("r")  # the results screen shows the same verdict, with details

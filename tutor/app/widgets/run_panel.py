@@ -24,6 +24,7 @@ from tutor.formatting import metric_value, short_path, speedup
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics
 from tutor.profilers.registry import opener_for
+from tutor.stage_clock import StageClock
 
 if TYPE_CHECKING:
     from tutor.grading.answer import AnswerError
@@ -130,6 +131,7 @@ class RunPanel(Vertical):
         yield ProgressBar(id="run-bar", show_eta=False)
         yield Static(id="run-body")
         yield VerdictView(details=False, id="run-verdict")
+        yield Static(id="run-account")  # a long grade: where its time went (tutor.stage_clock)
 
     def on_mount(self) -> None:
         self._kind: RunKind | None = None
@@ -137,6 +139,8 @@ class RunPanel(Vertical):
         self._stage: str | None = None
         self._reached = -1  # the furthest of the kind's stages seen so far
         self._timer = self.set_interval(1.0, self._tick, pause=True)
+        self._stages = StageClock()
+        self.query_one("#run-account").display = False
 
     def _set_mode(self, mode: str) -> None:
         for name in ("-running", "-passed", "-failed", "-problem", "-idle"):
@@ -151,6 +155,7 @@ class RunPanel(Vertical):
 
     def start(self, kind: RunKind, note: str = "") -> None:
         self._kind, self._started, self._stage, self._reached = kind, time.monotonic(), None, -1
+        self._stages = StageClock()
         self._set_mode("-running")
         self.border_title = kind.title + (f" · {note}" if note else "")
         self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
@@ -162,6 +167,7 @@ class RunPanel(Vertical):
         if self._kind is None:
             return
         if event["type"] == "stage":
+            self._stages.stage(event["stage"], event.get("detail", ""))
             self._show_stage(event["stage"], event.get("detail", ""), None)
         elif event["type"] == "progress":
             bar = self.query_one("#run-bar", ProgressBar)
@@ -194,6 +200,7 @@ class RunPanel(Vertical):
         self.query_one("#run-body", Static).update(content)
         self.query_one("#run-body").display = True
         self.query_one(VerdictView).display = False
+        self.query_one("#run-account").display = False
 
     def verdict(self, v: Verdict, note: str = "") -> None:
         self._stop()
@@ -204,6 +211,10 @@ class RunPanel(Vertical):
         view = self.query_one(VerdictView)
         view.display = True
         view.show(v)
+        self._stages.finish()
+        account = self._stages.account()
+        self.query_one("#run-account", Static).update(Content.styled(" ".join(account), MUTED))
+        self.query_one("#run-account").display = bool(account)
 
     def quick_check(self, q: QuickCheck, note: str = "") -> None:
         self._stop()
