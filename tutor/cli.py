@@ -123,9 +123,8 @@ def cmd_grade(args) -> int:
     from tutor.catalog import get_puzzle
     from tutor.grading.answer import unreadable_answer
     from tutor.cli_views import answer_view, verdict_view
-    from tutor.workspace import require_workspace
-
     from tutor.stage_clock import StageClock
+    from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
     p = get_puzzle(args.puzzle)

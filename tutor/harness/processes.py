@@ -90,20 +90,23 @@ def _children(pid: int) -> set[int]:
     return kids
 
 
-def descendants(pid: int) -> set[int]:
-    """Every process below `pid`: its children, theirs, and so on."""
-    if CHILDREN_LISTED:
-        found, frontier = set(), {pid}
-        while frontier:
-            frontier = set().union(*(_children(p) for p in frontier)) - found
-            found |= frontier
-        return found
-    parents = _parents()
-    found, frontier = set(), {pid}
+def _tree(roots: set[int], parents: dict[int, int] | None = None) -> set[int]:
+    """`roots` and every process below them (from `parents`, pid -> parent pid, where the kernel lists no children)."""
+    if not CHILDREN_LISTED and parents is None:
+        parents = _parents()
+    found, frontier = set(roots), set(roots)
     while frontier:
-        frontier = {p for p, ppid in parents.items() if ppid in frontier and p not in found}
+        if CHILDREN_LISTED:
+            frontier = set().union(*(_children(pid) for pid in frontier)) - found
+        else:
+            frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in found}
         found |= frontier
     return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid`: its children, theirs, and so on."""
+    return _tree({pid}) - {pid}
 
 
 def cpu_ns(pid: int) -> int:
@@ -120,22 +123,12 @@ def cpu_ns(pid: int) -> int:
 def learner_side(candidate: int, trusted: set[int]) -> set[int]:
     """The candidate and every descendant of it, plus whatever was re-parented to us and is not `trusted`."""
     if CHILDREN_LISTED:
-        roots = {candidate} | (_children(os.getpid()) - trusted)
-        found, frontier = set(roots), set(roots)
-        while frontier:
-            frontier = set().union(*(_children(pid) for pid in frontier)) - found
-            found |= frontier
-        return found
+        return _tree({candidate} | (_children(os.getpid()) - trusted))
     parents = _parents()
     if not parents:  # no /proc: the candidate alone
         return {candidate}
     me = os.getpid()
-    roots = {candidate} | {pid for pid, ppid in parents.items() if ppid == me and pid not in trusted}
-    found, frontier = set(roots), set(roots)
-    while frontier:
-        frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in found}
-        found |= frontier
-    return found
+    return _tree({candidate} | {pid for pid, ppid in parents.items() if ppid == me and pid not in trusted}, parents)
 
 
 def freeze(candidate: int, trusted: set[int]) -> None:
