@@ -123,12 +123,12 @@ def graded_three_times_but(grades: list[dict], puzzles: set[str], owed: set) -> 
 
 
 FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x4_cheats_2026-11-27.json"
-# The grades the 4-GPU host's time limits left owed, some of them since graded on one H100.
-H100_OWED_CHEATS = Path(__file__).parent / "fixtures" / "h100_cheats_owed_puzzle1_2_3_11_2026-11-27.json"
+# The grades the 4-GPU host's time limits left owed, since graded on one H100 over two days (the second day's file
+# also holds puzzle21's owed works_ahead).
+H100_OWED_CHEATS = [Path(__file__).parent / "fixtures" / name for name in
+                    ("h100_cheats_owed_puzzle1_2_3_11_2026-11-27.json", "h100_cheats_owed_2026-11-28.json")]
 # Graded fewer than three times on the two cards together so far (a call's time limit came first): still owed.
-CHEATS_OWED = {("puzzle2", "cheats/reads_which_call_is_checked"), ("puzzle3", "cheats/reads_which_call_is_checked"),
-               ("puzzle3", "cheats/returns_a_strided_view"), ("puzzle11", "cheats/reads_which_call_is_checked"),
-               ("puzzle11", "cheats/works_ahead")}
+CHEATS_OWED = {("puzzle11", "cheats/works_ahead")}
 CLASS_WORDS = {"cheats/reads_which_call_is_checked": "timed calls checked",
                "cheats/returns_a_strided_view": "output is a strided view"}
 
@@ -141,7 +141,8 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
     stream is charged in full, so it reads no faster than the baseline, and its output was not ready when the caller
     read it; the baseline's work run ahead on every input found alive found nothing ahead and reads no faster."""
     recorded = json.loads(FOUR_GPU_CHEATS.read_text())
-    recorded["grades"] += json.loads(H100_OWED_CHEATS.read_text())["grades"]
+    recorded["grades"] += [g for path in H100_OWED_CHEATS for g in json.loads(path.read_text())["grades"]
+                           if g["puzzle"] != "puzzle21"]
     graded_three_times_but(recorded["grades"], {"puzzle1", "puzzle2", "puzzle3", "puzzle9", "puzzle10", "puzzle11",
                                                 "puzzle15", "puzzle17"}, CHEATS_OWED)
     for grade in recorded["grades"]:
@@ -184,25 +185,32 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
 
 
 # The new puzzles' cheats on one H100, over several device calls (`benchmarks/grade_cheats.py`), each fixture with the
-# puzzles it grades and the cheats still owed a third grade (puzzle21's works_ahead: a step's time limit came first).
-H100_CHEATS = {"h100_cheats_puzzle14_puzzle20_2026-11-27.json": ({"puzzle14", "puzzle20"}, set()),
-               "h100_cheats_puzzle21_2026-11-27.json": ({"puzzle21"}, {("puzzle21", "cheats/works_ahead")})}
+# puzzles it grades (puzzle21's works_ahead had its third grade with the owed ones, H100_OWED_CHEATS).
+H100_CHEATS = {"h100_cheats_puzzle14_puzzle20_2026-11-27.json": {"puzzle14", "puzzle20"},
+               "h100_cheats_puzzle21_2026-11-27.json": {"puzzle21"},
+               "h100_cheats_puzzle22_2026-11-28.json": {"puzzle22"}}
+# Where a call that blanks the calls it takes for unchecked still writes every output, the physical floor has no
+# reason to refuse it: puzzle22's writes 0.69 ms of logits a call against a floor of 0.12 ms.
+FLOOR_SPARES_THE_BLANKS = {"puzzle22"}
 
 
 @pytest.mark.parametrize("fixture", sorted(H100_CHEATS))
 def test_the_new_puzzles_cheats_were_refused_on_the_h100(fixture):
-    """Each of their cheats graded three times on one H100 but those owed: a call that blanks the calls it takes for
-    unchecked is refused at correctness and under the physical floor; a table of the curves misses every checked
+    """Each of their cheats graded three times on one H100: a call that blanks the calls it takes for unchecked is
+    refused at correctness, and under the physical floor where it skips the writes too; a table of the curves misses every checked
     output by far more than the tolerance; the work done ahead on the inputs found alive is right but reads far
     slower than the baseline."""
-    recorded = json.loads((Path(__file__).parent / "fixtures" / fixture).read_text())
-    graded_three_times_but(recorded["grades"], *H100_CHEATS[fixture])
-    for grade in recorded["grades"]:
+    puzzles = H100_CHEATS[fixture]
+    grades = json.loads((Path(__file__).parent / "fixtures" / fixture).read_text())["grades"]
+    grades += [g for path in H100_OWED_CHEATS for g in json.loads(path.read_text())["grades"] if g["puzzle"] in puzzles]
+    graded_three_times_but(grades, puzzles, set())
+    for grade in grades:
         puzzle, refused = get_puzzle(grade["puzzle"]), " ".join(grade["refused_by"])
         assert grade["tier"] == "", grade
         if grade["which"] == "cheats/reads_which_call_is_checked":
             assert refused.startswith("correctness: Output differs") and "timed calls checked" in refused, refused
-            assert "physical floor: Faster than this GPU can do the work" in refused, refused
+            floor = "physical floor: Faster than this GPU can do the work" in refused
+            assert floor != (grade["puzzle"] in FLOOR_SPARES_THE_BLANKS), refused
         elif grade["which"] == "cheats/tabulates_the_curves":
             errors = errors_too_far(refused)
             assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused

@@ -254,9 +254,9 @@ def test_a_redesigned_scenes_tiers_sit_between_its_styles_as_an_h100_and_an_h200
     assert_clear_of_every_bar(by_card["h100"] + by_card["h200"])
 
 
-# Puzzles whose bars were set from their H100 grades as those came in (issue 38's puzzle20 and puzzle21): the bars
+# Puzzles whose bars were set from their H100 grades as those came in (issue 38's puzzle20, 21 and 22): the bars
 # must sit clear of every grade, not on one.
-@pytest.mark.parametrize("puzzle_id", ["puzzle20", "puzzle21"])
+@pytest.mark.parametrize("puzzle_id", ["puzzle20", "puzzle21", "puzzle22"])
 def test_a_new_puzzles_grades_each_read_its_tier_with_every_bar_10_percent_higher_or_lower(puzzle_id):
     puzzle = get_puzzle(puzzle_id)
     grades = grades_by_card(puzzle_id)["h100"]

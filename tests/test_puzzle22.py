@@ -2,8 +2,8 @@
 CPU with a backend that counts graphs and the steps they serve, compile the baseline eight times and then leave most
 batch sizes to run eagerly, while the reference and the padded buckets serve every size compiled; every style's
 log-probabilities match float64's far inside the tolerance and a blank step does not; the floor's rows hold for the
-median call; the H100's first grades read the tiers puzzle.toml sets. A draft until the H100 has graded it as often
-as a shipped puzzle is graded (MEASUREMENTS.md).
+median call; its H100 recording shows the limit hit, and the H100's grades read the tiers puzzle.toml sets
+(MEASUREMENTS.md).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import torch
 
 from conftest import puzzle_file, relative_l2
 from tutor.catalog import all_puzzles, get_puzzle
+from tutor.metrics import ProfileMetrics
 from tutor.grading.performance import tier_reached
 from tutor.stats import Estimate
 
-PUZZLE = get_puzzle("puzzle22", drafts=True)
+PUZZLE = get_puzzle("puzzle22")
 SMALL = {"VOCAB": 512}  # the spec's scene with a narrower vocabulary: the batch sizes, and so the guards, as they are
 STYLES = ["baseline.py", "solution/workload.py", "alternatives/padded_buckets.py"]  # torch's ops: the CPU runs them
 
@@ -60,8 +61,13 @@ def served(workload: str, spec, seed: int = 0) -> list[tuple[torch.Tensor, torch
     return [(module.forward(state, steps), steps) for steps in spec.warmup_inputs(seed, "cpu")]
 
 
-def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
-    assert PUZZLE.draft and "puzzle22" not in all_puzzles()
+def test_its_h100_recording_shows_the_eight_graphs_and_the_limit_hit():
+    """What the hints ask the learner to find in study mode: the baseline's profile on the H100 counts the recompile
+    limit's eight graphs and the limit hit once, and a step's kernels are mostly eager ones."""
+    assert not PUZZLE.draft and "puzzle22" in all_puzzles()  # it ships: tests/test_dev_check.py checks its folder
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    assert recorded.values["compile.graphs"] == 8 and recorded.values["compile.recompile_limit_hits"] == 1
+    assert all(k["name"].startswith("at::native::") for k in recorded.kernels[:3]), recorded.kernels[:3]
 
 
 def test_the_baseline_compiles_up_to_the_limit_and_serves_most_sizes_eagerly(counted):
@@ -119,12 +125,13 @@ def test_the_floors_rows_hold_for_the_median_call_of_every_grade():
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_the_h100s_first_grades_read_the_tiers_puzzle_toml_sets():
-    """The reference graded twice, each alternative once, on one H100 (MEASUREMENTS.md): each reads its own tier under
-    today's bars, and each bar stands at least a tenth from the style nearest it."""
-    grades = json.loads((FIXTURES / "draft_h100_grades_puzzle22_2026-11-28.json").read_text())
+def test_the_h100s_grades_read_the_tiers_puzzle_toml_sets():
+    """The reference graded five times, each alternative four, on one H100 (MEASUREMENTS.md): each reads its own tier
+    under today's bars, and each bar stands at least a tenth from the median of every style."""
+    grades = json.loads((FIXTURES / "h100_grades_puzzle22_2026-11-28.json").read_text())
     expected = {"reference": "gold", **{f"alternatives/{n}": t for n, t in PUZZLE.alternatives.items()}}
-    assert {g["which"] for g in grades} == set(expected)
+    alternatives = [w for w in expected if w != "reference"]
+    assert sorted(g["which"] for g in grades) == sorted(["reference"] * 5 + alternatives * 4)
     bars = [t.min_speedup for t in PUZZLE.tiers]
     for g in grades:
         speedups = {clock: {vs: Estimate(**e) for vs, e in by_vs.items()} for clock, by_vs in g["speedups"].items()}
@@ -133,11 +140,12 @@ def test_the_h100s_first_grades_read_the_tiers_puzzle_toml_sets():
         assert min(abs(median / bar - 1) for bar in bars) > 0.1, (g["which"], median)
 
 
-def test_the_h100s_first_cheat_grades_were_refused():
-    """Each cheat graded once so far: blanking the calls it takes for unchecked is refused at correctness, every
+def test_the_h100s_cheat_grades_were_refused():
+    """Each cheat graded three times: blanking the calls it takes for unchecked is refused at correctness, every
     sampled output of those calls wrong; working ahead on the steps found alive finds none and reads far slower."""
-    grades = json.loads((FIXTURES / "draft_h100_cheats_puzzle22_2026-11-28.json").read_text())["grades"]
-    assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")}
+    grades = json.loads((FIXTURES / "h100_cheats_puzzle22_2026-11-28.json").read_text())["grades"]
+    cheats = [f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")]
+    assert sorted(g["which"] for g in grades) == sorted(cheats * 3)
     for g in grades:
         refused = " ".join(g["refused_by"])
         assert g["tier"] == "", g
