@@ -91,6 +91,26 @@ def test_a_bf16_copy_made_in_every_call_shows_per_iteration_per_phase_and_at_its
     assert list(series["phase_starts"]) == ["prepare", "warmup", "iterations"]
 
 
+def test_memory_handed_back_to_cuda_in_every_call_shows_as_segment_churn_per_iteration(tmp_path):
+    """puzzle23's baseline, as the allocator sees it: empty_cache() after each of 3 prompts a call, so every
+    prompt's blocks come from a cudaMalloc and go back by a cudaFree; a warm allocator (the warm-up's calls) makes
+    neither."""
+    trace = [event("segment_alloc", 1 << 40, 64 * MB, frames("prepare", 5, "prepare")),
+             event("alloc", 1 << 40, 64 * MB, frames("prepare", 5, "prepare")),
+             event("segment_alloc", 1 << 41, 32 * MB, frames("warmup", 9))]
+    for _ in range(2):  # warm: the one cached segment serves every call
+        trace += [event("alloc", 1 << 41, 32 * MB, frames("warmup", 9)), event("free_completed", 1 << 41, 32 * MB)]
+    for _ in range(4):
+        for mb in (8, 32, 16):
+            trace += [event("segment_alloc", 1 << 42, mb * MB, frames("iterations", 9)),
+                      event("alloc", 1 << 42, mb * MB, frames("iterations", 9)),
+                      event("free_completed", 1 << 42, mb * MB),
+                      event("segment_free", 1 << 42, mb * MB, frames("iterations", 11))]
+    v = extract(write(tmp_path, trace, segments()), iterations=4).values
+    assert v["allocator.segment_allocs_per_iter"] == 3 == v["allocator.segment_frees_per_iter"]
+    assert v["allocator.allocs_per_iter"] == 3
+
+
 def test_graph_pools_and_a_replayed_graph_that_allocates_nothing(tmp_path):
     trace = dequantising_run(calls_warm=2, calls_timed=0)
     m = extract(write(tmp_path, trace, segments(pools=[((1, 0), 34), ((1, 0), 2), ((2, 5), 4)])), iterations=4)
@@ -172,6 +192,7 @@ def test_puzzle1s_h100_recordings_show_the_dequantised_weights_in_the_baseline_a
 
 def test_puzzle2s_h100_recordings_show_the_baselines_larger_graph_pools():
     baseline, reference = read_h100("puzzle2_baseline"), read_h100("puzzle2_reference")
+    assert reference.values["allocator.segment_frees_per_iter"] == 0  # nothing handed back while it serves
     assert baseline.values["allocator.graph_pool_mb"] > 2 * reference.values["allocator.graph_pool_mb"] > 0
     assert baseline.values["allocator.warmup.peak_allocated_mb"] > reference.values["allocator.warmup.peak_allocated_mb"]
 

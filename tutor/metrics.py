@@ -63,6 +63,10 @@ METRIC_DOCS: dict[str, str] = {
     "allocator.allocated_mb_per_iter": "memory allocated per profiled forward() (a bf16 copy of a weight shows here)",
     "allocator.freed_mb_per_iter": "memory freed per profiled forward()",
     "allocator.allocs_per_iter": "allocations per profiled forward() (a CUDA graph replay makes none)",
+    "allocator.segment_allocs_per_iter": "times per profiled forward() the caching allocator asked CUDA for memory "
+                                         "(a warm allocator asks for none)",
+    "allocator.segment_frees_per_iter": "times per profiled forward() the caching allocator gave memory back to CUDA "
+                                        "(each cudaFree waits for the GPU)",
     "allocator.peak_allocated_mb": "most memory held by tensors at once, over the whole recording",
     "allocator.fragmentation_mb": "memory reserved but not held by a tensor, at the peak: the allocator's slack",
     "allocator.graph_pools": "CUDA graphs' private memory pools at the end",

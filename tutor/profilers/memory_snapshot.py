@@ -45,6 +45,8 @@ class Phase:
     freed: int = 0
     allocations: int = 0
     largest: int = 0
+    segment_allocs: int = 0  # the allocator's calls for memory from CUDA (cudaMalloc, or pages mapped)
+    segment_frees: int = 0  # and back (cudaFree, which waits for the GPU, or pages unmapped)
 
 
 @dataclass
@@ -130,8 +132,10 @@ def walk(trace: list[dict]) -> Walk:
             p.freed += size
         elif action in ("segment_alloc", "segment_map"):
             reserved += size
+            p.segment_allocs += 1
         elif action in ("segment_free", "segment_unmap"):
             reserved -= size
+            p.segment_frees += 1
         p.peak_allocated = allocated if p.peak_allocated is None else max(p.peak_allocated, allocated)
         p.peak_reserved = reserved if p.peak_reserved is None else max(p.peak_reserved, reserved)
         if w.peak_allocated is None or allocated > w.peak_allocated:
@@ -185,6 +189,8 @@ def extract(path: Path, iterations: int) -> ProfileMetrics:
         values["allocator.allocated_mb_per_iter"] = it.allocated / MB / iterations
         values["allocator.freed_mb_per_iter"] = it.freed / MB / iterations
         values["allocator.allocs_per_iter"] = it.allocations / iterations
+        values["allocator.segment_allocs_per_iter"] = it.segment_allocs / iterations
+        values["allocator.segment_frees_per_iter"] = it.segment_frees / iterations
     if w.peak_allocated is not None:
         values["allocator.peak_allocated_mb"] = (w.peak_allocated + at_alloc) / MB
         values["allocator.fragmentation_mb"] = ((w.reserved_at_peak + at_reserved) - (w.peak_allocated + at_alloc)) / MB
