@@ -32,6 +32,8 @@ TELLS = {
     "inter_sm_traffic": ["split-k", "partial sums", "partial products", "exchange", "cross-cta", "across sms"],
     "recompilation": ["recompil", "compiles again", "re-trace", "retrac", "guard", "recompile_limit",
                       "cache_size_limit", "falls back to eager", "runs eagerly"],
+    "memory_fragmentation": ["fragment", "empty_cache", "caching allocator", "cudafree", "cudamalloc", "segment",
+                             "hands back", "gives back", "reserved"],
 }
 # Sentences the stories once held (issue 38 quotes them): each gives its class away.
 ONCE = {

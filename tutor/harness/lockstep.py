@@ -358,6 +358,8 @@ def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, stalled: l
                    "growth_bytes": mine["growth_bytes"], "candidate": mine.get("memory_facts", {}),
                    "rank_kept": mine.get("rank_kept", [])},
     }
+    if mine.get("allocator_peak") and theirs.get("allocator_peak"):  # a memory budget (graders/puzzle23.py)
+        result["memory"]["allocator_peak"] = {"mine": mine["allocator_peak"], "theirs": theirs["allocator_peak"]}
     if mine.get("compile"):
         result["compile"] = mine["compile"]
     for key in ("facts", "floor"):  # the ruler's: the spec's facts, the physical floor

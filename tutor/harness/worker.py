@@ -29,6 +29,7 @@ from tutor.harness.device import Device
 from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.harness.guard import Guard, SideWork
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
+from tutor.harness.allocator_peak import AllocatorPeak
 from tutor.harness.memory_facts import CaptureCounter, graph_pool_mb, memory_facts
 
 WORKLOAD_API = ("prepare", "forward")
@@ -118,6 +119,8 @@ class Worker:
         self.serving = "serving" in request
         self.spec_api, self.workload_api = apis(request)
         self.spec = load_module(Path(request["spec"]), "spec", self.spec_api)
+        # A puzzle with a memory budget: the allocator's peak, kept out of the workloads' reach before they load.
+        self.peak = AllocatorPeak() if self.device.cuda and hasattr(self.spec, "MEMORY_SLACK") else None
         self.modules, self.states, self.resident, self.servers = {}, {}, {}, {}
         self.samples: dict[str, list[float]] = {name: [] for name in names if name in request["time"]}
         self.side: SideWork | None = None
@@ -154,6 +157,8 @@ class Worker:
         self._shared = None
         self.device.poison_free_memory()
         self.prepared_bytes = self.device.allocated_bytes()
+        if self.peak:
+            self.peak.start()
         if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
             self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
         # The coordinator reads how busy this GPU is during each replay (tutor.harness.gpu_busy): which GPU.
@@ -166,6 +171,8 @@ class Worker:
         self.device.synchronize()
         if self.candidate and self.device.cuda:  # how the graph pools grow as new shapes are served
             self.pool_by_round.append(graph_pool_mb())
+        if self.peak:
+            self.peak.read()
         return {}
 
     def calibrate(self) -> dict:
@@ -292,6 +299,8 @@ class Worker:
                   "resident_bytes": self.resident,
                   # Memory kept after prepare(): caches built lazily in forward() show up here.
                   "growth_bytes": self.device.allocated_bytes(full=True) - self.prepared_bytes}
+        if self.peak:  # both processes' own: the budget compares the candidate's with the ruler's
+            result["allocator_peak"] = {**self.peak.report(), "slack": float(self.spec.MEMORY_SLACK)}
         if self.candidate:
             # On CUDA the clocks already wait for the whole device; with ranks, gloo's own threads do the collectives;
             # a server is thawed only for its own replay, whose wall clock counts whatever its threads do.
@@ -308,6 +317,8 @@ class Worker:
                     self.guard.note(over)
                 result["rank_kept"] = {"rank": dist.get_rank(), "kept_bytes": kept, "shard_bytes": self.shard_bytes,
                                        "slack_bytes": self.spec.RANK_SLACK_BYTES}
+            if self.peak and self.peak.fault():
+                self.guard.note(self.peak.fault())
             self.guard.verify()
             result["violations"] = self.guard.violations
             result["compile"] = self.compiled.report()
@@ -347,6 +358,8 @@ class Worker:
     def _verify(self) -> None:
         if self.guard:  # every call: a patch undone before the end still counts
             self.guard.verify()
+        if self.peak:  # after every round: a peak lower than the last read was reset
+            self.peak.read()
 
     def _namespaces(self) -> tuple[dict, dict]:
         """What learner code must leave alone: every change to `strict` counts, to `libraries` only its own."""

@@ -1,0 +1,51 @@
+"""The prefill worker as it runs in production: each prompt through the layers, one after another, its keys and
+values kept for the decode step that ends the call. Since the worker was moved onto a GPU it shares with another
+model, it has run with the line marked below, which keeps it inside the memory the other model leaves it.
+"""
+
+import torch
+import torch.nn.functional as F
+
+HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8
+HEAD = HIDDEN // HEADS
+KV = KV_HEADS * HEAD
+
+
+def layer(w: dict, n: int, x: torch.Tensor, cache: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Layer n over x [tokens, HIDDEN]; keys and values appended to cache [2, past, KV]. Returns x and the cache."""
+    tokens = x.shape[0]
+    q, k, v = (x @ w[f"{n}.qkv"]).split([HIDDEN, KV, KV], dim=-1)
+    kv = torch.stack([k, v]) if cache is None else torch.cat([cache, torch.stack([k, v])], dim=1)
+    past = kv.shape[1] - tokens
+    q = q.view(tokens, HEADS, HEAD).transpose(0, 1)
+    k, v = (t.view(-1, KV_HEADS, HEAD).transpose(0, 1) for t in (kv[0], kv[1]))
+    # Causal over the prompt; a decode token (past > 0) sees every key before it.
+    attn = F.scaled_dot_product_attention(q, k, v, is_causal=past == 0, enable_gqa=True)
+    x = x + attn.transpose(0, 1).reshape(tokens, HIDDEN) @ w[f"{n}.o"]
+    gate, up = (x @ w[f"{n}.up"]).chunk(2, dim=-1)
+    return x + (F.silu(gate) * up) @ w[f"{n}.down"], kv
+
+
+def prepare(weights: dict, device: str):
+    return {"w": weights, "cuda": device == "cuda"}
+
+
+def forward(state: dict, prompts: list) -> torch.Tensor:
+    w, caches, last = state["w"], [], []
+    with torch.inference_mode():
+        for x in prompts:
+            kept = []
+            for n in range(LAYERS):
+                x, kv = layer(w, n, x, None)
+                kept.append(kv)
+            caches.append(kept)
+            last.append(x[-1:])
+            del x
+            if state["cuda"]:
+                torch.cuda.empty_cache()  # keeps the worker inside its memory budget
+        out = []
+        for token, kept in zip(last, caches):  # one decode step a prompt, over its own cache
+            for n in range(LAYERS):
+                token, _ = layer(w, n, token, kept[n])
+            out.append(token.float())
+        return torch.cat(out)

@@ -1,0 +1,111 @@
+"""The memory budget's figure (tutor.harness.allocator_peak) and its judge (graders/puzzle23.py), on the CPU: the
+allocator's peak statistic is injected, as the GPU's worker reads it after every round; torch's own resets are
+replaced for the test's length and restored after it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graders.puzzle23 import criteria
+from tutor.catalog import get_puzzle
+from tutor.harness import allocator_peak
+from tutor.harness.allocator_peak import AllocatorPeak
+
+MB = 2**20
+
+
+@pytest.fixture
+def peak(monkeypatch):
+    """An AllocatorPeak over a settable peak figure; torch's resetters as they were once the test ends."""
+    for module_name, attribute in allocator_peak.RESETTERS:
+        module = allocator_peak._module(module_name)
+        if hasattr(module, attribute):
+            monkeypatch.setattr(module, attribute, getattr(module, attribute))
+    figure = {"peak": 0}
+    resets = []
+
+    def reset(device):
+        resets.append(device)
+        figure["peak"] = figure.get("current", 0)
+
+    watch = AllocatorPeak(peak_bytes=lambda: figure["peak"], reset=reset)
+    watch.figure, watch.harness_resets = figure, resets
+    return watch
+
+
+def test_the_peak_is_the_most_read_over_the_rounds_from_what_prepare_left(peak):
+    peak.figure.update(peak=900 * MB, current=300 * MB)  # prepare()'s master copy of the weights came and went
+    peak.start()
+    assert peak.harness_resets and peak.peak == 300 * MB  # the harness's own reset: prepare()'s peak is not a call's
+    for mb in (500, 800, 800):
+        peak.figure["peak"] = mb * MB
+        peak.read()
+    assert peak.report() == {"peak_reserved_bytes": 800 * MB, "resets": 0, "lowered": 0} and not peak.fault()
+
+
+@pytest.mark.parametrize("resetter", [
+    pytest.param(lambda: torch.cuda.reset_peak_memory_stats(), id="torch.cuda"),
+    pytest.param(lambda: torch.cuda.memory.reset_max_memory_allocated(), id="torch.cuda.memory"),
+    pytest.param(lambda: torch._C._cuda_resetPeakMemoryStats(0), id="torch._C",  # what the others call, on CUDA
+                 marks=pytest.mark.skipif(not hasattr(torch._C, "_cuda_resetPeakMemoryStats"),
+                                          reason="a CPU build of torch has no allocator to reset"))])
+def test_a_reset_the_workload_asks_torch_for_is_counted_and_resets_nothing(peak, resetter):
+    peak.start()
+    peak.figure["peak"] = 2000 * MB
+    resetter()
+    peak.read()
+    assert peak.peak == 2000 * MB and peak.report()["resets"] == 1
+    assert "reset of the allocator's peak statistics 1 time(s)" in peak.fault()
+
+
+def test_a_peak_read_lower_than_the_last_shows_a_reset_made_another_way(peak):
+    peak.start()
+    for mb in (2000, 400):  # the second round's read: a reset made beyond torch's Python (ctypes, say)
+        peak.figure["peak"] = mb * MB
+        peak.read()
+    assert peak.peak == 2000 * MB and peak.report()["lowered"] == 1 and "lowered" in peak.fault()
+
+
+def result_with(mine_mb: float, theirs_mb: float) -> dict:
+    side = lambda mb: {"peak_reserved_bytes": mb * MB, "resets": 0, "lowered": 0, "slack": 0.1}  # noqa: E731
+    return {"memory": {"allocator_peak": {"mine": side(mine_mb), "theirs": side(theirs_mb)}}}
+
+
+@pytest.mark.parametrize("mine_mb, passed", [(700, True), (1100, True), (1101, False), (3000, False)])
+def test_the_budget_is_the_baselines_peak_and_its_slack(mine_mb, passed):
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result_with(mine_mb, 1000))
+    assert criterion.name == "memory budget" and criterion.passed == passed, criterion
+    assert "budget 1100 MB" in criterion.details[0]
+    if not passed:
+        assert criterion.summary.startswith("Over the budget") and "--profiler memory" in criterion.details[-1]
+
+
+def test_a_grade_without_the_peaks_fails_the_budget_and_says_why():
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), {"memory": {}})
+    assert not criterion.passed and "no allocator peak" in criterion.summary
+
+
+@pytest.mark.gpu
+def test_gpu_the_allocators_own_peak_is_read_and_a_reset_by_any_route_shows(monkeypatch):
+    """On a GPU, with the real allocator: a 1 GiB block's segment raises the peak read; torch's reset is counted and
+    leaves it; a reset through the allocator's own entry point (kept before the patch) shows as a lowered peak."""
+    for module_name, attribute in allocator_peak.RESETTERS:
+        module = allocator_peak._module(module_name)
+        if hasattr(module, attribute):
+            monkeypatch.setattr(module, attribute, getattr(module, attribute))
+    real_reset = torch._C._cuda_resetPeakMemoryStats
+    torch.cuda.empty_cache()
+    watch = AllocatorPeak()
+    watch.start()
+    block = torch.empty(2**30, dtype=torch.uint8, device="cuda")
+    del block
+    watch.read()
+    torch.cuda.reset_peak_memory_stats()
+    watch.read()
+    print("peak MB", watch.peak / MB, watch.report())
+    assert watch.peak >= 2**30 and watch.report()["resets"] == 1 and watch.report()["lowered"] == 0
+    torch.cuda.empty_cache()
+    real_reset(torch.cuda.current_device())
+    watch.read()
+    assert watch.report()["lowered"] == 1 and watch.fault()

@@ -1,0 +1,131 @@
+"""puzzle23, Inside the budget, behind the schedule (a draft: issue 38's memory_fragmentation), as far as the CPU can
+check it: every style's decode states match float64's within the tolerance at a CPU's sizes, and a prompt cut
+short or attention skipped misses by far more; the baseline hands the allocator's cache back after every prompt
+and the reference never does; the harness serves the scene end to end (the reference right, the blanker refused on
+every call it blanked); the floor's tokens hold for the median call. The memory budget's figure and judge are
+tests/test_allocator_peak.py's; the allocator itself is the H100's to measure (MEASUREMENTS.md lists what is owed).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import torch
+
+from conftest import puzzle_file, relative_l2
+from tutor.catalog import all_puzzles, get_puzzle
+from tutor.runner import run_harness
+
+PUZZLE = get_puzzle("puzzle23", drafts=True)
+# The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
+SMALL = {"HIDDEN": 256, "FFN": 512, "HEAD": 8, "KV": 64, "SHORTEST": 16, "LONGEST": 200, "CHUNK": 32}
+STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.py", "cheats/over_the_budget.py",
+          "cheats/resets_the_peak.py"]
+
+
+def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
+    assert PUZZLE.draft and "puzzle23" not in all_puzzles()
+
+
+@pytest.fixture(scope="module")
+def scene():
+    """The small scene's weights, one call's prompts, and its decode states in float64 (the baseline's code)."""
+    spec = puzzle_file(PUZZLE, "spec.py", SMALL)
+    weights, prompts = spec.make_weights(0, "cpu"), spec.make_input(3, "cpu")
+    baseline = puzzle_file(PUZZLE, "baseline.py", SMALL)
+    exact = baseline.forward({"w": {k: v.double() for k, v in weights.items()}, "cuda": False},
+                             [p.double() for p in prompts])
+    return weights, prompts, exact
+
+
+@pytest.mark.parametrize("workload", STYLES)
+def test_every_style_returns_the_decode_states_within_the_tolerance(scene, workload):
+    weights, prompts, exact = scene
+    module = puzzle_file(PUZZLE, workload, SMALL)
+    out = module.forward(module.prepare(weights, "cpu"), prompts)
+    assert out.shape == (len(prompts), SMALL["HIDDEN"]) and out.dtype == torch.float32
+    rel = relative_l2(out.double(), exact)
+    print(workload, f"relative L2 {rel:.2e}")
+    assert rel < PUZZLE.correctness.max_rel_l2 / 2
+
+
+def test_less_work_misses_by_far_more_than_the_tolerance(scene):
+    """What a workload that skipped part of the prefill would return: each prompt cut to its last 64 tokens."""
+    weights, prompts, exact = scene
+    module = puzzle_file(PUZZLE, "baseline.py", SMALL)
+    out = module.forward(module.prepare(weights, "cpu"), [p[-64:] for p in prompts])
+    assert relative_l2(out.double(), exact) > 5 * PUZZLE.correctness.max_rel_l2
+
+
+def test_the_baseline_hands_the_cache_back_after_every_prompt_and_the_reference_never(monkeypatch, scene):
+    weights, prompts, _ = scene
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(1))
+    settings = []
+    monkeypatch.setattr(torch.cuda.memory, "_set_allocator_settings", settings.append)
+    for workload, device_calls in (("baseline.py", len(prompts)), ("solution/workload.py", 0)):
+        emptied.clear()
+        module = puzzle_file(PUZZLE, workload, SMALL)
+        state = module.prepare(weights, "cuda") if workload == "solution/workload.py" else {"w": weights, "cuda": True}
+        module.forward({**state, "w": weights}, prompts)
+        assert len(emptied) == device_calls, workload
+    assert settings == ["expandable_segments:True"]
+
+
+def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
+    """Graded as the GPU grades it, at a CPU's sizes: the reference right on every check and timed call; the call
+    that blanks the calls it takes for unchecked wrong on them."""
+    spec = tmp_path / "spec.py"
+    source = (PUZZLE.folder / "spec.py").read_text()
+    for line, small in (("HIDDEN, FFN, LAYERS = 2048, 8192, 2", "HIDDEN, FFN, LAYERS = 256, 512, 2"),
+                        ("SHORTEST, LONGEST = 128, 4096", "SHORTEST, LONGEST = 16, 200")):
+        assert line in source
+        source = source.replace(line, small)
+    spec.write_text(source)
+    for name, right in (("solution/workload.py", True), ("cheats/reads_which_call_is_checked.py", False)):
+        workload = tmp_path / name.replace("/", "_")
+        code = (PUZZLE.folder / name).read_text()
+        workload.write_text(code.replace("HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8",
+                                         "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 256, 512, 2, 32, 8"))
+        baseline = tmp_path / "baseline.py"
+        baseline.write_text((PUZZLE.folder / "baseline.py").read_text().replace(
+            "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8",
+            "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 256, 512, 2, 32, 8"))
+        request = {"mode": "check", "device": "cpu", "seed": 5, "spec": str(spec),
+                   "workloads": {"baseline": str(baseline), "mine": str(workload)},
+                   "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+                   "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 1, "rounds": 2}}
+        result = run_harness(request, tmp_path / f"run_{right}", 300).result
+        errors = [c.get("rel_l2", float("inf")) for c in result["checks"] + result["timed_checks"]]
+        print(name, [f"{e:.1e}" for e in errors])
+        if right:
+            assert max(errors) <= PUZZLE.correctness.max_rel_l2 and not result["violations"]
+        else:
+            timed = errors[len(result["checks"]):]
+            assert sum(e > 0.5 for e in timed) >= 2 and max(errors[:len(result["checks"])]) < 1e-6
+
+
+def test_the_floors_tokens_hold_for_the_median_call():
+    spec = puzzle_file(PUZZLE, "spec.py")
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(spec.SHORTEST, spec.LONGEST + 1, (2000, 40, spec.PROMPTS), generator=g).sum(-1)
+    lowest = min(statistics.median(row.tolist()) for row in tokens)
+    assert lowest > 1.2 * spec.LEAST_MEDIAN_TOKENS
+    work = spec.least_work(50 * 2**20)
+    assert work["flops"] == 2 * spec.LEAST_MEDIAN_TOKENS * 2 * (2048 * (2048 + 1024 + 2048 + 16384) + 8192 * 2048)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", STYLES[1:])
+def test_every_style_matches_the_baseline_on_the_gpu_at_the_scenes_sizes(workload):
+    """The tolerance, set from the CPU's small scene, against what the GPU's bf16 kernels make of the real one."""
+    spec = puzzle_file(PUZZLE, "spec.py")
+    weights, prompts = spec.make_weights(1, "cuda"), spec.make_input(2, "cuda")
+    baseline = puzzle_file(PUZZLE, "baseline.py")
+    expected = baseline.forward(baseline.prepare(weights, "cuda"), prompts)
+    module = puzzle_file(PUZZLE, workload)
+    rel = relative_l2(module.forward(module.prepare(weights, "cuda"), prompts).double().cpu(),
+                      expected.double().cpu())
+    print(workload, f"relative L2 against the baseline {rel:.2e}", [p.shape[0] for p in prompts])
+    assert rel < PUZZLE.correctness.max_rel_l2 / 2

@@ -1,0 +1,71 @@
+"""The most GPU memory a process's caching allocator held over a grade's calls, read so that no workload can
+lower it: the figure a puzzle's memory budget (a spec's MEMORY_SLACK; graders/puzzle23.py) is judged by.
+
+The allocator's own peak statistic (reserved_bytes.all.peak) is the figure. The harness resets it once, after
+prepare(), with the function it kept before any workload loaded; from then on every way torch offers to reset it
+is replaced by one that counts the call and resets nothing. And since a peak can only grow unless reset, the
+harness reads it after every round: a peak read lower than the one before shows a reset made any other way.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Every public and private way torch gives Python to reset the allocator's peaks (torch.cuda.memory re-exports
+# the first four; the last two are what they call).
+RESETTERS = (("torch.cuda", "reset_peak_memory_stats"), ("torch.cuda", "reset_max_memory_allocated"),
+             ("torch.cuda", "reset_max_memory_cached"), ("torch.cuda", "reset_accumulated_memory_stats"),
+             ("torch.cuda.memory", "reset_peak_memory_stats"), ("torch.cuda.memory", "reset_max_memory_allocated"),
+             ("torch.cuda.memory", "reset_max_memory_cached"), ("torch.cuda.memory", "reset_accumulated_memory_stats"),
+             ("torch._C", "_cuda_resetPeakMemoryStats"), ("torch._C", "_cuda_resetAccumulatedMemoryStats"))
+
+
+def _module(name: str):
+    module = torch
+    for part in name.split(".")[1:]:
+        module = getattr(module, part)
+    return module
+
+
+class AllocatorPeak:
+    """Installed before any workload loads; `start` after they are prepared, `read` after every round."""
+
+    def __init__(self, peak_bytes=None, reset=None):
+        # Injected on the CPU, where there is no allocator (tests/test_allocator_peak.py).
+        self._peak_bytes = peak_bytes or (lambda: torch.cuda.memory_stats().get("reserved_bytes.all.peak", 0))
+        self._reset = reset or torch._C._cuda_resetPeakMemoryStats
+        self.resets = 0  # resets a workload asked for, through torch
+        self.lowered = 0  # reads lower than the read before: a reset made some other way
+        self.peak = 0
+        self._last = 0
+        for module_name, attribute in RESETTERS:
+            module = _module(module_name)
+            if hasattr(module, attribute):
+                setattr(module, attribute, self._counted)
+
+    def _counted(self, *args, **kwargs) -> None:
+        self.resets += 1
+
+    def start(self) -> None:
+        """The peak from here on: what prepare() left reserved, and what the calls add."""
+        self._reset(torch.cuda.current_device() if torch.cuda.is_available() else 0)
+        self._last = self.peak = self._peak_bytes()
+
+    def read(self) -> None:
+        now = self._peak_bytes()
+        if now < self._last:
+            self.lowered += 1
+        self._last = now
+        self.peak = max(self.peak, now)
+
+    def report(self) -> dict:
+        return {"peak_reserved_bytes": self.peak, "resets": self.resets, "lowered": self.lowered}
+
+    def fault(self) -> str:
+        """What fair play says when the workload touched the peak, else ""."""
+        if not (self.resets or self.lowered):
+            return ""
+        how = (f"called torch's reset of the allocator's peak statistics {self.resets} time(s)" if self.resets else
+               f"lowered the allocator's peak statistic between the harness's reads {self.lowered} time(s)")
+        return (f"your workload {how}: the memory budget is judged by the most memory your process held over "
+                "every call, so leave the allocator's statistics to the harness")
