@@ -98,3 +98,20 @@ def test_a_real_quick_check_of_a_wrong_workload_on_puzzle0_records_nothing(works
     assert [e["stage"] for e in events if e["type"] == "stage"][-1] == "timing"
     progress = Progress(workspace.db_path)
     assert progress.attempts("puzzle0") == [] and progress.latest_profile("puzzle0", "mine") is None
+
+
+def test_a_puzzles_own_criteria_that_need_no_profile_hold_a_quick_check_back():
+    """puzzle23's memory budget reads only the run's result, so watch mode applies it: a workload over the budget
+    reaches no tier there either; a grader that reads profiles or answers (puzzle3's) is left to the grade."""
+    from tutor.catalog import get_puzzle
+    from tutor.grading.puzzle_checks import quick_criteria
+
+    def result(mine_mb: float) -> dict:
+        side = lambda mb: {"peak_reserved_bytes": mb * 2**20, "resets": 0, "lowered": 0, "slack": 0.1}  # noqa: E731
+        return {"memory": {"allocator_peak": {"mine": side(mine_mb), "theirs": side(1000)}}}
+
+    puzzle23 = get_puzzle("puzzle23", drafts=True)
+    [over] = quick_criteria(puzzle23, result(3000))
+    assert over.name == "memory budget" and over.summary.startswith("Over the budget")
+    assert quick_criteria(puzzle23, result(1050)) == []
+    assert quick_criteria(get_puzzle("puzzle3"), {}) == []

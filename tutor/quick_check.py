@@ -18,6 +18,7 @@ from tutor.grading.answer import AnswerError, answer_problem
 from tutor.grading.fair_play import check_fair_play
 from tutor.grading.floor import check_floor
 from tutor.grading.performance import check_correctness, speedups_vs
+from tutor.grading.puzzle_checks import quick_criteria
 from tutor.grading.verdict import Criterion
 from tutor.machine import require_hardware
 from tutor.runner import run_harness
@@ -112,7 +113,7 @@ def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = N
     result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
     correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     est = speedups_vs(result["samples_ms"])[vs]
-    fair_play = [*check_fair_play(result.get("violations", ())),
+    fair_play = [*check_fair_play(result.get("violations", ())), *quick_criteria(puzzle, result),
                  *check_floor(result.get("floor"), result["samples_ms"], result.get("gpu_samples_ms", {}))[0]]
     tier, unmeasured = reachable_tier(puzzle, vs, est) if correctness.passed and not fair_play else ("", "")
     answer = answer_problem(ws.editable_path(puzzle, "answer.toml")) if "answer.toml" in puzzle.editable else None

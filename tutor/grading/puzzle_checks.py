@@ -50,3 +50,12 @@ def puzzle_criteria(puzzle: Puzzle, result: dict, answer_path: Path | None = Non
 
         found.append(kernel_evidence.criterion(puzzle, kernel_evidence.cited_table(answer_path), profiles))
     return found
+
+
+def quick_criteria(puzzle: Puzzle, result: dict) -> list[Criterion]:
+    """The puzzle's own criteria a quick check can judge (a grader that marks itself QUICK: it reads only the run's
+    result, no profile, no answer), those that failed: what watch mode must not call a tier."""
+    module = grader_module(puzzle)
+    if module is None or not getattr(module, "QUICK", False):
+        return []
+    return [c for c in module.criteria(puzzle, result, None, LearnerProfiles()) if not c.passed]
