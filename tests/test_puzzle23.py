@@ -1,9 +1,8 @@
 """puzzle23, Inside the budget, behind the schedule (a draft: issue 38's memory_fragmentation), as far as the CPU can
-check it: every style's decode states match float64's within the tolerance at a CPU's sizes, and a prompt cut
-short or attention skipped misses by far more; the baseline hands the allocator's cache back after every prompt
-and the reference never does; the harness serves the scene end to end (the reference right, the blanker refused on
-every call it blanked); the floor's tokens hold for the median call. The memory budget's figure and judge are
-tests/test_allocator_peak.py's; the allocator itself is the H100's to measure (MEASUREMENTS.md lists what is owed).
+check it: every style's decode states match float64's within the tolerance at a CPU's sizes, and prompts cut short
+miss by far more; the baseline hands the allocator's cache back after every prompt and the reference never does;
+the harness serves the scene end to end (the reference right on every call); the floor's tokens hold for the
+median call. The memory budget's figure and judge are tests/test_allocator_peak.py's; the allocator itself is the H100's to measure (MEASUREMENTS.md lists what is owed).
 """
 
 from __future__ import annotations
@@ -74,36 +73,28 @@ def test_the_baseline_hands_the_cache_back_after_every_prompt_and_the_reference_
 
 
 def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
-    """Graded as the GPU grades it, at a CPU's sizes: the reference right on every check and timed call; the call
-    that blanks the calls it takes for unchecked wrong on them."""
-    spec = tmp_path / "spec.py"
-    source = (PUZZLE.folder / "spec.py").read_text()
-    for line, small in (("HIDDEN, FFN, LAYERS = 2048, 8192, 2", "HIDDEN, FFN, LAYERS = 256, 512, 2"),
-                        ("SHORTEST, LONGEST = 128, 4096", "SHORTEST, LONGEST = 16, 200")):
-        assert line in source
-        source = source.replace(line, small)
-    spec.write_text(source)
-    for name, right in (("solution/workload.py", True), ("cheats/reads_which_call_is_checked.py", False)):
-        workload = tmp_path / name.replace("/", "_")
-        code = (PUZZLE.folder / name).read_text()
-        workload.write_text(code.replace("HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8",
-                                         "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 256, 512, 2, 32, 8"))
-        baseline = tmp_path / "baseline.py"
-        baseline.write_text((PUZZLE.folder / "baseline.py").read_text().replace(
-            "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8",
-            "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 256, 512, 2, 32, 8"))
-        request = {"mode": "check", "device": "cpu", "seed": 5, "spec": str(spec),
-                   "workloads": {"baseline": str(baseline), "mine": str(workload)},
-                   "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-                   "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 1, "rounds": 2}}
-        result = run_harness(request, tmp_path / f"run_{right}", 300).result
-        errors = [c.get("rel_l2", float("inf")) for c in result["checks"] + result["timed_checks"]]
-        print(name, [f"{e:.1e}" for e in errors])
-        if right:
-            assert max(errors) <= PUZZLE.correctness.max_rel_l2 and not result["violations"]
-        else:
-            timed = errors[len(result["checks"]):]
-            assert sum(e > 0.5 for e in timed) >= 2 and max(errors[:len(result["checks"])]) < 1e-6
+    """Graded as the GPU grades it, at a CPU's sizes: the reference right on every check and every timed call. (That
+    a blanked call is found is every puzzle's: tests/test_every_call_checked.py.)"""
+    small = {"HIDDEN, FFN, LAYERS = 2048, 8192, 2": "HIDDEN, FFN, LAYERS = 256, 512, 2",
+             "SHORTEST, LONGEST = 128, 4096": "SHORTEST, LONGEST = 16, 200",
+             "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8":
+             "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 256, 512, 2, 32, 8"}
+    paths = {}
+    for name in ("spec.py", "baseline.py", "solution/workload.py"):
+        source = (PUZZLE.folder / name).read_text()
+        for line, replaced in small.items():
+            source = source.replace(line, replaced)
+        assert "2048" not in source, name  # every size line found
+        paths[name] = tmp_path / name.replace("/", "_")
+        paths[name].write_text(source)
+    request = {"mode": "check", "device": "cpu", "seed": 5, "spec": str(paths["spec.py"]),
+               "workloads": {"baseline": str(paths["baseline.py"]), "mine": str(paths["solution/workload.py"])},
+               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+               "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 1, "rounds": 2}}
+    result = run_harness(request, tmp_path / "run", 300).result
+    errors = [c.get("rel_l2", float("inf")) for c in result["checks"] + result["timed_checks"]]
+    assert len(result["timed_checks"]) >= 4 and max(errors) <= PUZZLE.correctness.max_rel_l2, errors
+    assert not result["violations"]
 
 
 def test_the_floors_tokens_hold_for_the_median_call():
