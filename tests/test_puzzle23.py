@@ -2,7 +2,8 @@
 check it: every style's decode states match float64's within the tolerance at a CPU's sizes, and prompts cut short
 miss by far more; the baseline hands the allocator's cache back after every prompt and the reference never does;
 the harness serves the scene end to end (the reference right on every call); the floor's tokens hold for the
-median call. The memory budget's figure and judge are tests/test_allocator_peak.py's; the allocator itself is the H100's to measure (MEASUREMENTS.md lists what is owed).
+median call. The memory budget's figure and judge are tests/test_allocator_peak.py's; the allocator itself is the
+H100's to measure (MEASUREMENTS.md lists what is owed).
 """
 
 from __future__ import annotations
@@ -120,3 +121,12 @@ def test_every_style_matches_the_baseline_on_the_gpu_at_the_scenes_sizes(workloa
                       expected.double().cpu())
     print(workload, f"relative L2 against the baseline {rel:.2e}", [p.shape[0] for p in prompts])
     assert rel < PUZZLE.correctness.max_rel_l2 / 2
+
+
+def test_its_sweep_runs_every_workload_on_the_same_prompts():
+    """sweeps/allocator_styles.py, the measurement owed on the H100, run in-process at a CPU's sizes: every workload
+    it lists exists and makes the baseline's decode states (the same arithmetic, on the CPU to the bit)."""
+    sweep = puzzle_file(PUZZLE, "sweeps/allocator_styles.py")
+    sizes = {"HIDDEN": 256, "FFN": 512, "PROMPTS": 2, "SHORTEST": 16, "LONGEST": 64}
+    sums = {w: sweep.measure(w, 1, sizes, "cpu")["checksum"] for w in sweep.WORKLOADS}
+    assert set(sums) >= set(STYLES[:4]) and len(set(sums.values())) == 1, sums
