@@ -13,6 +13,10 @@ from tutor.grading.verdict import Criterion
 
 MB = 2**20
 QUICK = True  # its criterion reads only what a quick check's run reports: watch mode applies it too
+# What `show` and the app say of the rule, under "How it is graded" (tutor.brief).
+RULE = ("Memory budget", "your process may reserve no more GPU memory than the baseline's process on the same "
+        "inputs, `MEMORY_SLACK` (spec.py) more at most: the caching allocator's peak over every call of the grade, "
+        "which the harness reads itself (a workload that resets the allocator's peak statistics is refused).")
 
 
 def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> list[Criterion]:

@@ -109,3 +109,12 @@ def test_gpu_the_allocators_own_peak_is_read_and_a_reset_by_any_route_shows(monk
     real_reset(torch.cuda.current_device())
     watch.read()
     assert watch.report()["lowered"] == 1 and watch.fault()
+
+
+def test_the_brief_states_the_budget_under_how_it_is_graded():
+    """`show` and the app say what the grade checks: a grader's own rule among the others (tutor.brief)."""
+    from tutor.brief import grading_markdown
+
+    text = grading_markdown(get_puzzle("puzzle23", drafts=True))
+    assert "- **Memory budget** — your process may reserve" in text and "MEMORY_SLACK" in text
+    assert "Memory budget" not in grading_markdown(get_puzzle("puzzle2"))  # a grader that states no rule

@@ -55,8 +55,19 @@ def speed_line(p: Puzzle) -> str:
     return "- **Speed** — a tier counts when the lower end of the 95% interval of your speed-up clears it:\n"
 
 
+def grader_rule_line(p: Puzzle) -> str:
+    """A puzzle's own rule, where its grader (graders/NAME.py) states one as RULE = (name, text)."""
+    if not p.grader:
+        return ""
+    import importlib
+
+    rule = getattr(importlib.import_module(f"graders.{p.grader}"), "RULE", None)
+    return f"- **{rule[0]}** — {rule[1]}\n" if rule else ""
+
+
 def grading_markdown(p: Puzzle) -> str:
     floor = FLOOR_LINE if p.floor_checked else SERVING_FLOOR_LINE if p.serving_floor_checked else ""
+    floor += grader_rule_line(p)
     elsewhere = f"\n**On other GPUs**: {p.hardware.elsewhere}\n" if p.hardware.elsewhere else ""
     tiers = "\n".join(f"| {t.name} | ≥ {t.min_speedup:g}× | `{t.vs}` | {CLOCK_WORDS[t.clock]} |" for t in p.tiers)
     clocks = "\n".join(f"- *{CLOCK_WORDS[c]}*: {CLOCKS[c]}." for c in dict.fromkeys(t.clock for t in p.tiers))
