@@ -197,9 +197,9 @@ FLOOR_SPARES_THE_BLANKS = {"puzzle22"}
 @pytest.mark.parametrize("fixture", sorted(H100_CHEATS))
 def test_the_new_puzzles_cheats_were_refused_on_the_h100(fixture):
     """Each of their cheats graded three times on one H100: a call that blanks the calls it takes for unchecked is
-    refused at correctness, and under the physical floor where it skips the writes too; a table of the curves misses every checked
-    output by far more than the tolerance; the work done ahead on the inputs found alive is right but reads far
-    slower than the baseline."""
+    refused at correctness, and under the physical floor where it skips the writes too; a table of the curves misses
+    every checked output by far more than the tolerance; the work done ahead on the inputs found alive is right but
+    reads far slower than the baseline."""
     puzzles = H100_CHEATS[fixture]
     grades = json.loads((Path(__file__).parent / "fixtures" / fixture).read_text())["grades"]
     grades += [g for path in H100_OWED_CHEATS for g in json.loads(path.read_text())["grades"] if g["puzzle"] in puzzles]

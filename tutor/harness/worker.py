@@ -23,13 +23,13 @@ from pathlib import Path
 import torch
 
 from tutor.harness import call_checks, peaks, shards, wire
+from tutor.harness.allocator_peak import AllocatorPeak
 from tutor.harness.checks import own_copy
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
 from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.harness.guard import Guard, SideWork
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
-from tutor.harness.allocator_peak import AllocatorPeak
 from tutor.harness.memory_facts import CaptureCounter, graph_pool_mb, memory_facts
 
 WORKLOAD_API = ("prepare", "forward")

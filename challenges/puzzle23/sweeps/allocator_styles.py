@@ -95,8 +95,9 @@ def main() -> None:
         memory = ""
         if "peak_reserved_mb" in figures:
             baseline_mb = baseline_mb or figures["peak_reserved_mb"]
-            memory = (f"peak allocated {figures['peak_allocated_mb']:7.0f} MB, reserved {figures['peak_reserved_mb']:7.0f}"
-                      f" MB ({figures['peak_reserved_mb'] / baseline_mb:.2f}x the baseline's); a call: cudaMalloc "
+            memory = (f"peak allocated {figures['peak_allocated_mb']:7.0f} MB, reserved "
+                      f"{figures['peak_reserved_mb']:7.0f} MB ({figures['peak_reserved_mb'] / baseline_mb:.2f}x the "
+                      "baseline's); a call: cudaMalloc "
                       f"{figures['num_device_alloc_a_call']:5.1f}, cudaFree {figures['num_device_free_a_call']:5.1f}")
         print(f"{workload:36s} {figures['ms_a_call']:8.2f} ms a call  {memory}  (sum {figures['checksum']:.6g})",
               flush=True)
