@@ -28,6 +28,11 @@ def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> l
     budget = theirs * (1 + peaks["theirs"]["slack"])
     details = [f"your process reserved {mine / MB:.0f} MB at its peak; the baseline's {theirs / MB:.0f} MB on the same "
                f"inputs (budget {budget / MB:.0f} MB: {peaks['theirs']['slack']:.0%} more at most)"]
+    for side, name in (("mine", "your process's"), ("theirs", "the baseline process's")):  # recorded, not judged yet
+        outside = peaks[side].get("outside_bytes")
+        if outside:
+            details.append(f"GPU memory outside {name} allocator: {outside['at_setup'] / MB:.0f} MB at "
+                           f"set-up, {outside['least'] / MB:.0f}-{outside['most'] / MB:.0f} MB over the calls")
     if mine <= budget:
         return [Criterion("memory budget", True, f"Inside the budget: {mine / MB:.0f} MB of {budget / MB:.0f} MB.",
                           details)]

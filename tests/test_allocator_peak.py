@@ -29,7 +29,8 @@ def peak(monkeypatch):
         resets.append(device)
         figure["peak"] = figure.get("current", 0)
 
-    watch = AllocatorPeak(peak_bytes=lambda: figure["peak"], reset=reset)
+    watch = AllocatorPeak(peak_bytes=lambda: figure["peak"], reset=reset,
+                          outside_bytes=lambda: figure.get("outside", 500 * MB))
     watch.figure, watch.harness_resets = figure, resets
     return watch
 
@@ -41,7 +42,21 @@ def test_the_peak_is_the_most_read_over_the_rounds_from_what_prepare_left(peak):
     for mb in (500, 800, 800):
         peak.figure["peak"] = mb * MB
         peak.read()
-    assert peak.report() == {"peak_reserved_bytes": 800 * MB, "resets": 0, "lowered": 0} and not peak.fault()
+    report = peak.report()
+    assert (report["peak_reserved_bytes"], report["resets"], report["lowered"]) == (800 * MB, 0, 0)
+    assert not peak.fault()
+
+
+def test_memory_outside_the_allocator_is_recorded_at_setup_at_start_and_between(peak):
+    """A workload holding memory outside torch's allocator (cupy's pool, say) raises what the device holds beyond
+    this process's reserve: recorded at set-up, after prepare() and at each read, the least and the most."""
+    peak.figure["outside"] = 900 * MB  # prepare() took 400 MB outside torch
+    peak.start()
+    for mb in (900, 2900, 900):  # a call that held 2 GB more outside torch while it ran
+        peak.figure["outside"] = mb * MB
+        peak.read()
+    assert peak.report()["outside_bytes"] == {"at_setup": 500 * MB, "at_start": 900 * MB, "least": 900 * MB,
+                                              "most": 2900 * MB}
 
 
 @pytest.mark.parametrize("resetter", [
@@ -104,6 +119,7 @@ def test_gpu_the_allocators_own_peak_is_read_and_a_reset_by_any_route_shows(monk
     torch.cuda.reset_peak_memory_stats()
     watch.read()
     print("peak MB", watch.peak / MB, watch.report())
+    assert watch.report()["outside_bytes"]["at_setup"] > 0  # this process's CUDA context at least
     assert watch.peak >= 2**30 and watch.report()["resets"] == 1 and watch.report()["lowered"] == 0
     torch.cuda.empty_cache()
     real_reset(torch.cuda.current_device())
@@ -118,3 +134,13 @@ def test_the_brief_states_the_budget_under_how_it_is_graded():
     text = grading_markdown(get_puzzle("puzzle23", drafts=True))
     assert "- **Memory budget** — your process may reserve" in text and "MEMORY_SLACK" in text
     assert "Memory budget" not in grading_markdown(get_puzzle("puzzle2"))  # a grader that states no rule
+
+
+def test_the_budgets_details_show_what_each_process_held_outside_its_allocator():
+    result = result_with(1050, 1000)
+    result["memory"]["allocator_peak"]["mine"]["outside_bytes"] = {"at_setup": 500 * MB, "at_start": 900 * MB,
+                                                                   "least": 900 * MB, "most": 2900 * MB}
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
+    assert criterion.passed  # recorded, not judged yet (challenges/puzzle23/MEASUREMENTS.md)
+    assert ("GPU memory outside your process's allocator: 500 MB at set-up, 900-2900 MB over the calls"
+            in criterion.details)

@@ -5,6 +5,11 @@ The allocator's own peak statistic (reserved_bytes.all.peak) is the figure. The 
 prepare(), with the function it kept before any workload loaded; from then on every way torch offers to reset it
 is replaced by one that counts the call and resets nothing. And since a peak can only grow unless reset, the
 harness reads it after every round: a peak read lower than the one before shows a reset made any other way.
+
+Beside it, at each read, the device's memory in use less this allocator's reserve (cudaMemGetInfo): what the GPU
+holds outside this process's caching allocator, the other process's and both CUDA contexts included. Recorded, not
+yet judged: memory a workload holds outside torch's allocator raises it, and the H100's figures for honest
+workloads will say how still it stays (challenges/puzzle23/MEASUREMENTS.md).
 """
 
 from __future__ import annotations
@@ -27,13 +32,21 @@ def _module(name: str):
     return module
 
 
+def _outside_allocator() -> int:
+    """The device's memory in use, less what this process's caching allocator has reserved."""
+    free, total = torch.cuda.mem_get_info()
+    return total - free - torch.cuda.memory_reserved()
+
+
 class AllocatorPeak:
     """Installed before any workload loads; `start` after they are prepared, `read` after every round."""
 
-    def __init__(self, peak_bytes=None, reset=None):
+    def __init__(self, peak_bytes=None, reset=None, outside_bytes=None):
         # Injected on the CPU, where there is no allocator (tests/test_allocator_peak.py).
         self._peak_bytes = peak_bytes or (lambda: torch.cuda.memory_stats().get("reserved_bytes.all.peak", 0))
         self._reset = reset or torch._C._cuda_resetPeakMemoryStats
+        self._outside_bytes = outside_bytes or _outside_allocator
+        self.outside = {"at_setup": self._outside_bytes()}  # before any workload of this process loads
         self.resets = 0  # resets a workload asked for, through torch
         self.lowered = 0  # reads lower than the read before: a reset made some other way
         self.peak = 0
@@ -50,6 +63,7 @@ class AllocatorPeak:
         """The peak from here on: what prepare() left reserved, and what the calls add."""
         self._reset(torch.cuda.current_device() if torch.cuda.is_available() else 0)
         self._last = self.peak = self._peak_bytes()
+        self.outside["at_start"] = self.outside["least"] = self.outside["most"] = self._outside_bytes()
 
     def read(self) -> None:
         now = self._peak_bytes()
@@ -57,9 +71,13 @@ class AllocatorPeak:
             self.lowered += 1
         self._last = now
         self.peak = max(self.peak, now)
+        outside = self._outside_bytes()
+        self.outside["least"] = min(self.outside.get("least", outside), outside)
+        self.outside["most"] = max(self.outside.get("most", outside), outside)
 
     def report(self) -> dict:
-        return {"peak_reserved_bytes": self.peak, "resets": self.resets, "lowered": self.lowered}
+        return {"peak_reserved_bytes": self.peak, "resets": self.resets, "lowered": self.lowered,
+                "outside_bytes": dict(self.outside)}
 
     def fault(self) -> str:
         """What fair play says when the workload touched the peak, else ""."""
