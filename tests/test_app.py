@@ -47,7 +47,9 @@ from conftest import recording
 # What this CI machine is, stated rather than probed, so results do not depend on where tests run.
 CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
 ONE_H100 = Machine(nvidia_driver=True, gpu_count=1, compute_capabilities=(9.0,), torch_installed=True, torch_cuda="12.8")
-RUN_TIMEOUT_S = 120
+# How long a test waits for a run to start or end: a run may first wait 90 s for a warm harness still warming
+# (tutor.warm.READY_WAIT_S) and then start cold, which on an over-full 2-core machine took past 120 s once.
+RUN_TIMEOUT_S = 300
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # puzzle0 at 256 rows (tests/conftest.py): these tests are of the app, not of puzzle0's numbers; runs cold: the app
