@@ -4,6 +4,8 @@ replaced for the test's length and restored after it."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -15,13 +17,18 @@ from tutor.harness.allocator_peak import AllocatorPeak
 MB = 2**20
 
 
+def restored_after(monkeypatch) -> None:
+    """Torch's resetters as they are now, once the test ends: an AllocatorPeak replaces them for good."""
+    for module_name, attribute in allocator_peak.RESETTERS:
+        module = importlib.import_module(module_name)
+        if hasattr(module, attribute):
+            monkeypatch.setattr(module, attribute, getattr(module, attribute))
+
+
 @pytest.fixture
 def peak(monkeypatch):
     """An AllocatorPeak over a settable peak figure; torch's resetters as they were once the test ends."""
-    for module_name, attribute in allocator_peak.RESETTERS:
-        module = allocator_peak._module(module_name)
-        if hasattr(module, attribute):
-            monkeypatch.setattr(module, attribute, getattr(module, attribute))
+    restored_after(monkeypatch)
     figure = {"peak": 0}
     resets = []
 
@@ -105,10 +112,7 @@ def test_a_grade_without_the_peaks_fails_the_budget_and_says_why():
 def test_gpu_the_allocators_own_peak_is_read_and_a_reset_by_any_route_shows(monkeypatch):
     """On a GPU, with the real allocator: a 1 GiB block's segment raises the peak read; torch's reset is counted and
     leaves it; a reset through the allocator's own entry point (kept before the patch) shows as a lowered peak."""
-    for module_name, attribute in allocator_peak.RESETTERS:
-        module = allocator_peak._module(module_name)
-        if hasattr(module, attribute):
-            monkeypatch.setattr(module, attribute, getattr(module, attribute))
+    restored_after(monkeypatch)
     real_reset = torch._C._cuda_resetPeakMemoryStats
     torch.cuda.empty_cache()
     watch = AllocatorPeak()

@@ -57,11 +57,9 @@ def speed_line(p: Puzzle) -> str:
 
 def grader_rule_line(p: Puzzle) -> str:
     """A puzzle's own rule, where its grader (graders/NAME.py) states one as RULE = (name, text)."""
-    if not p.grader:
-        return ""
-    import importlib
+    from tutor.grading.puzzle_checks import grader_module
 
-    rule = getattr(importlib.import_module(f"graders.{p.grader}"), "RULE", None)
+    rule = getattr(grader_module(p), "RULE", None)
     return f"- **{rule[0]}** — {rule[1]}\n" if rule else ""
 
 

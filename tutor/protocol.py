@@ -34,6 +34,8 @@ NVTX_KERNELS_RANGE = NVTX_PREFIX + "kernels"  # the calls Nsight Compute profile
 # "replaying": a serving grade's pairs of replays (tutor.harness.serving_rounds), in place of checking and timing.
 STAGES = ("starting", "importing", "preparing", "warmup", "checking", "timing", "replaying", "profiling", "extracting",
           "grading")
+# Whose a stage is, as a stage's detail begins (tutor.harness.lockstep), in the learner's words.
+WHO = {"ruler": "the puzzle's workloads", "candidate": "your workload"}
 
 # What went wrong inside the harness, in the learner's terms.
 ERROR_KINDS = {

@@ -7,10 +7,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from tutor.protocol import WHO
+
 LONG_S = 60.0  # a run shorter than this needs no account of its time
 # A warm-up at least this long, and this share of the run, was mostly compiling: the caches keep what it built.
 COMPILING_S, COMPILING_SHARE = 30.0, 0.4
-YOURS = "your workload"  # how the harness names the learner's side in a stage's detail (tutor.harness.lockstep.WHO)
 
 
 @dataclass
@@ -42,7 +43,7 @@ class StageClock:
         lines = [f"{total:.0f} s in all, most of it in " + "; ".join(
             f"{stage} ({detail}) {seconds:.0f} s" if detail else f"{stage} {seconds:.0f} s"
             for stage, detail, seconds in longest) + "."]
-        for whose, cache in ((YOURS, "your code's"), ("the puzzle's workloads", "the comparators'")):
+        for whose, cache in ((WHO["candidate"], "your code's"), (WHO["ruler"], "the comparators'")):
             warm = sum(seconds for stage, detail, seconds in self.spans if stage == "warmup" and detail.startswith(whose))
             if warm >= COMPILING_S and warm >= COMPILING_SHARE * total:
                 lines.append(f"The warm-up of {whose} took {warm:.0f} s: torch.compile's and Triton's compiles and "

@@ -14,6 +14,8 @@ workloads will say how still it stays (challenges/puzzle23/MEASUREMENTS.md).
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 
 # Every public and private way torch gives Python to reset the allocator's peaks (torch.cuda.memory re-exports
@@ -23,13 +25,6 @@ RESETTERS = (("torch.cuda", "reset_peak_memory_stats"), ("torch.cuda", "reset_ma
              ("torch.cuda.memory", "reset_peak_memory_stats"), ("torch.cuda.memory", "reset_max_memory_allocated"),
              ("torch.cuda.memory", "reset_max_memory_cached"), ("torch.cuda.memory", "reset_accumulated_memory_stats"),
              ("torch._C", "_cuda_resetPeakMemoryStats"), ("torch._C", "_cuda_resetAccumulatedMemoryStats"))
-
-
-def _module(name: str):
-    module = torch
-    for part in name.split(".")[1:]:
-        module = getattr(module, part)
-    return module
 
 
 def _outside_allocator() -> int:
@@ -52,7 +47,7 @@ class AllocatorPeak:
         self.peak = 0
         self._last = 0
         for module_name, attribute in RESETTERS:
-            module = _module(module_name)
+            module = importlib.import_module(module_name)
             if hasattr(module, attribute):
                 setattr(module, attribute, self._counted)
 

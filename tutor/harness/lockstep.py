@@ -29,14 +29,13 @@ from tutor.harness.checks import compare
 from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
 from tutor.harness.ranks import slowest
-from tutor.protocol import death_words
+from tutor.protocol import WHO, death_words
 
 _order = random.SystemRandom()
 # How many calls back to back make one sample of the call clock, drawn each round: on CUDA, where a call is
 # milliseconds or less, and on CPU (one thread, calls of tens of milliseconds).
 LOOP_CALLS = {"cuda": (4, 8), "cpu": (1, 3)}
 DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message
-WHO = {"ruler": "the puzzle's workloads", "candidate": "your workload"}  # in the learner's words
 
 
 @dataclass
