@@ -5,10 +5,13 @@ replaced for the test's length and restored after it."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 
 import pytest
 import torch
 
+from graders import puzzle23 as puzzle23_grader
 from graders.puzzle23 import criteria
 from tutor.catalog import get_puzzle
 from tutor.harness import allocator_peak
@@ -89,6 +92,25 @@ def test_a_peak_read_lower_than_the_last_shows_a_reset_made_another_way(peak):
     assert peak.peak == 2000 * MB and peak.report()["lowered"] == 1 and "lowered" in peak.fault()
 
 
+def test_a_process_nvml_cannot_see_alone_is_counted_device_wide_and_said_so(monkeypatch):
+    """NVML's count for this process alone where it has one; where a read finds none (the process gone from its
+    list, another PID namespace), the device's whole memory in use stands in, and the report says so from then on:
+    the grader judges only counts of the process alone."""
+    restored_after(monkeypatch)
+    counts = iter([700 * MB, 760 * MB, None])
+    monkeypatch.setattr(allocator_peak, "_process_memory", lambda: lambda: next(counts))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (60 * 1024 * MB, 80 * 1024 * MB))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda: 100 * MB)
+    watch = AllocatorPeak(peak_bytes=lambda: 0, reset=lambda device: None)
+    assert watch.report()["outside_source"] == allocator_peak.ALONE and watch.outside["at_setup"] == 600 * MB
+    watch.read()
+    assert watch.outside["most"] == 660 * MB and watch.report()["outside_source"] == allocator_peak.ALONE
+    watch.read()
+    assert watch.outside["most"] == 20 * 1024 * MB - 100 * MB
+    assert watch.report()["outside_source"] == allocator_peak.DEVICE_WIDE
+    assert puzzle23_grader.NVML == allocator_peak.ALONE  # the grader's word for it, kept free of torch
+
+
 def result_with(mine_mb: float, theirs_mb: float) -> dict:
     side = lambda mb: {"peak_reserved_bytes": mb * MB, "resets": 0, "lowered": 0, "slack": 0.1}  # noqa: E731
     return {"memory": {"allocator_peak": {"mine": side(mine_mb), "theirs": side(theirs_mb)}}}
@@ -124,6 +146,9 @@ def test_gpu_the_allocators_own_peak_is_read_and_a_reset_by_any_route_shows(monk
     watch.read()
     print("peak MB", watch.peak / MB, watch.report())
     assert watch.report()["outside_bytes"]["at_setup"] > 0  # this process's CUDA context at least
+    if importlib.util.find_spec("pynvml"):  # CUDA builds of torch bring it: NVML's count for this process alone
+        assert watch.report()["outside_source"] == "this process (NVML)"
+        assert watch.report()["outside_bytes"]["most"] < 2 * 2**30  # a context, not the GPU's other tenants
     assert watch.peak >= 2**30 and watch.report()["resets"] == 1 and watch.report()["lowered"] == 0
     torch.cuda.empty_cache()
     real_reset(torch.cuda.current_device())
@@ -136,15 +161,57 @@ def test_the_brief_states_the_budget_under_how_it_is_graded():
     from tutor.brief import grading_markdown
 
     text = grading_markdown(get_puzzle("puzzle23", drafts=True))
-    assert "- **Memory budget** — your process may reserve" in text and "MEMORY_SLACK" in text
+    assert "- **Memory budget** — your process may hold" in text and "MEMORY_SLACK" in text
     assert "Memory budget" not in grading_markdown(get_puzzle("puzzle2"))  # a grader that states no rule
 
 
-def test_the_budgets_details_show_what_each_process_held_outside_its_allocator():
-    result = result_with(1050, 1000)
-    result["memory"]["allocator_peak"]["mine"]["outside_bytes"] = {"at_setup": 500 * MB, "at_start": 900 * MB,
-                                                                   "least": 900 * MB, "most": 2900 * MB}
+def counted_outside(result: dict, mine_mb: float, theirs_mb: float, source: str = "this process (NVML)") -> dict:
+    for side, mb in (("mine", mine_mb), ("theirs", theirs_mb)):
+        result["memory"]["allocator_peak"][side].update(
+            outside_source=source, outside_bytes={"at_setup": 600 * MB, "at_start": 600 * MB, "least": 600 * MB,
+                                                  "most": mb * MB})
+    return result
+
+
+@pytest.mark.parametrize("mine_outside_mb, passed", [(680, True), (870, True), (871, False), (2700, False)])
+def test_memory_held_outside_torchs_allocator_counts_against_the_budget(mine_outside_mb, passed):
+    """Allocator peaks of 1000 MB each, the baseline's process 700 MB outside its allocator (its context): 1700 MB,
+    a budget of 1870 MB. The learner's 1000 MB reserve leaves it 870 MB outside: a pool of its own taken past
+    torch's allocator fails as surely as a reserve over the budget."""
+    result = counted_outside(result_with(1000, 1000), mine_outside_mb, 700)
     [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
-    assert criterion.passed  # recorded, not judged yet (challenges/puzzle23/MEASUREMENTS.md)
-    assert ("GPU memory outside your process's allocator: 500 MB at set-up, 900-2900 MB over the calls"
+    assert criterion.passed == (1000 + mine_outside_mb <= 1870) == passed, criterion
+    assert f"your process held {1000 + mine_outside_mb} MB at its most" in criterion.details[0]
+    assert "budget 1870 MB" in criterion.details[0]
+    assert (f"your process: its caching allocator reserved 1000 MB at its peak; GPU memory outside that allocator "
+            f"600 MB at set-up, 600-{mine_outside_mb} MB over the calls (counted for this process (NVML))"
             in criterion.details)
+
+
+def test_where_nvml_cannot_count_a_process_alone_the_allocators_peaks_are_compared_by_themselves():
+    """The device-wide count holds the other process's memory too: it cannot be judged, and the grade says so."""
+    result = counted_outside(result_with(1050, 1000), 9000, 700, source="the whole device")
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
+    assert criterion.passed and "budget 1100 MB" in criterion.details[0]
+    assert any("not judged" in line for line in criterion.details)
+
+
+def test_a_process_nvml_lost_count_of_beside_a_counted_baseline_fails_the_budget():
+    """Both processes run on one GPU in one namespace: where the baseline's was counted alone and the learner's
+    was not, the learner's process made NVML lose it (its binding patched, say), whatever the figures say."""
+    result = counted_outside(result_with(800, 1000), 600, 700)
+    result["memory"]["allocator_peak"]["mine"]["outside_source"] = "the whole device"
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
+    assert not criterion.passed and "lost count of yours" in criterion.summary
+
+
+def test_the_guard_watches_nvmls_binding_as_it_watches_torch(monkeypatch):
+    """pynvml counts each process's memory for the budget: the guard watches it as it watches torch."""
+    from types import ModuleType, SimpleNamespace
+
+    from tutor.harness.worker import Worker
+
+    monkeypatch.setitem(sys.modules, "pynvml", ModuleType("pynvml"))
+    strict, libraries = Worker._namespaces(SimpleNamespace(spec=ModuleType("spec"), device=object()))
+    assert libraries["pynvml"] is sys.modules["pynvml"]
+

@@ -128,7 +128,7 @@ FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x4_cheats_2026-11-27
 H100_OWED_CHEATS = [Path(__file__).parent / "fixtures" / name for name in
                     ("h100_cheats_owed_puzzle1_2_3_11_2026-11-27.json", "h100_cheats_owed_2026-11-28.json")]
 # Graded fewer than three times on the two cards together so far (a call's time limit came first): still owed.
-CHEATS_OWED = {("puzzle11", "cheats/works_ahead")}
+CHEATS_OWED: set[tuple[str, str]] = set()
 CLASS_WORDS = {"cheats/reads_which_call_is_checked": "timed calls checked",
                "cheats/returns_a_strided_view": "output is a strided view"}
 

@@ -8,7 +8,6 @@ H100's to measure (MEASUREMENTS.md lists what is owed).
 
 from __future__ import annotations
 
-import statistics
 
 import pytest
 import torch
@@ -20,8 +19,8 @@ from tutor.runner import run_harness
 PUZZLE = get_puzzle("puzzle23", drafts=True)
 # The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
 SMALL = {"HIDDEN": 256, "FFN": 512, "HEAD": 8, "KV": 64, "SHORTEST": 16, "LONGEST": 200, "CHUNK": 32}
-STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.py", "cheats/over_the_budget.py",
-          "cheats/resets_the_peak.py"]
+STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.py", "alternatives/rounded_blocks.py",
+          "cheats/over_the_budget.py", "cheats/resets_the_peak.py"]
 
 
 def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
@@ -97,14 +96,17 @@ def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
     assert not result["violations"]
 
 
-def test_the_floors_tokens_hold_for_the_median_call():
+def test_every_call_holds_the_floors_tokens_in_prompts_of_every_length():
     spec = puzzle_file(PUZZLE, "spec.py")
-    g = torch.Generator().manual_seed(0)
-    tokens = torch.randint(spec.SHORTEST, spec.LONGEST + 1, (2000, 40, spec.PROMPTS), generator=g).sum(-1)
-    lowest = min(statistics.median(row.tolist()) for row in tokens)
-    assert lowest > 1.2 * spec.LEAST_MEDIAN_TOKENS
+    calls = [[p.shape[0] for p in spec.make_input(seed, "cpu")] for seed in range(2)]
+    calls += [spec._lengths(torch.Generator().manual_seed(seed)) for seed in range(1000, 1200)]
+    assert {sum(c) for c in calls} == {spec.TOKENS} and spec.TOKENS == 16896
+    lengths = [n for c in calls for n in c]
+    assert min(lengths) >= spec.SHORTEST and max(lengths) <= spec.LONGEST
+    assert len(set(lengths)) > 0.75 * len(lengths)  # sizes of every kind (3969 to draw from), not a few repeated
+    assert len({tuple(c) for c in calls}) == len(calls)
     work = spec.least_work(50 * 2**20)
-    assert work["flops"] == 2 * spec.LEAST_MEDIAN_TOKENS * 2 * (2048 * (2048 + 1024 + 2048 + 16384) + 8192 * 2048)
+    assert work["flops"] == 2 * spec.TOKENS * 2 * (2048 * (2048 + 1024 + 2048 + 16384) + 8192 * 2048)
 
 
 @pytest.mark.gpu

@@ -6,15 +6,16 @@ prepare(), with the function it kept before any workload loaded; from then on ev
 is replaced by one that counts the call and resets nothing. And since a peak can only grow unless reset, the
 harness reads it after every round: a peak read lower than the one before shows a reset made any other way.
 
-Beside it, at each read, the device's memory in use less this allocator's reserve (cudaMemGetInfo): what the GPU
-holds outside this process's caching allocator, the other process's and both CUDA contexts included. Recorded, not
-yet judged: memory a workload holds outside torch's allocator raises it, and the H100's figures for honest
-workloads will say how still it stays (challenges/puzzle23/MEASUREMENTS.md).
+Beside it, at each read, the GPU memory this process holds (NVML's count for it alone) less this allocator's
+reserve: its CUDA context and whatever it holds outside torch's allocator, judged with the peak by a puzzle's
+grader. Where NVML cannot count the process alone, the whole device's memory in use stands in, the other
+process's included, and the report says so (outside_source): such a figure cannot be judged.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 
 import torch
 
@@ -27,10 +28,30 @@ RESETTERS = (("torch.cuda", "reset_peak_memory_stats"), ("torch.cuda", "reset_ma
              ("torch._C", "_cuda_resetPeakMemoryStats"), ("torch._C", "_cuda_resetAccumulatedMemoryStats"))
 
 
-def _outside_allocator() -> int:
-    """The device's memory in use, less what this process's caching allocator has reserved."""
-    free, total = torch.cuda.mem_get_info()
-    return total - free - torch.cuda.memory_reserved()
+ALONE, DEVICE_WIDE = "this process (NVML)", "the whole device"  # graders/puzzle23.py judges only the first
+
+
+def _process_memory():
+    """A reader of the GPU memory this very process holds, its CUDA context included (NVML's count per process,
+    which another process's memory does not enter), or None where NVML's Python binding (pynvml, which CUDA
+    builds of torch bring) is missing or cannot see this process (another PID namespace)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+        handle = pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+    except Exception:  # no binding, no driver library, or a GPU NVML does not name alike
+        return None
+    pid = os.getpid()
+
+    def used() -> int | None:
+        for process in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if process.pid == pid and process.usedGpuMemory is not None:
+                return int(process.usedGpuMemory)
+        return None
+
+    return used if used() is not None else None
 
 
 class AllocatorPeak:
@@ -40,7 +61,12 @@ class AllocatorPeak:
         # Injected on the CPU, where there is no allocator (tests/test_allocator_peak.py).
         self._peak_bytes = peak_bytes or (lambda: torch.cuda.memory_stats().get("reserved_bytes.all.peak", 0))
         self._reset = reset or torch._C._cuda_resetPeakMemoryStats
-        self._outside_bytes = outside_bytes or _outside_allocator
+        self.outside_source = "given"
+        if outside_bytes is None:
+            process_memory = _process_memory()
+            self.outside_source = ALONE if process_memory else DEVICE_WIDE
+            outside_bytes = lambda: self._outside_allocator(process_memory)  # noqa: E731
+        self._outside_bytes = outside_bytes
         self.outside = {"at_setup": self._outside_bytes()}  # before any workload of this process loads
         self.resets = 0  # resets a workload asked for, through torch
         self.lowered = 0  # reads lower than the read before: a reset made some other way
@@ -50,6 +76,15 @@ class AllocatorPeak:
             module = importlib.import_module(module_name)
             if hasattr(module, attribute):
                 setattr(module, attribute, self._counted)
+
+    def _outside_allocator(self, process_memory) -> int:
+        """This process's GPU memory less what its caching allocator has reserved."""
+        held = process_memory() if process_memory else None
+        if held is None:  # NVML has lost sight of the process, or never had it: no read of it is judged alone
+            self.outside_source = DEVICE_WIDE
+            free, total = torch.cuda.mem_get_info()
+            held = total - free
+        return held - torch.cuda.memory_reserved()
 
     def _counted(self, *args, **kwargs) -> None:
         self.resets += 1
@@ -72,7 +107,7 @@ class AllocatorPeak:
 
     def report(self) -> dict:
         return {"peak_reserved_bytes": self.peak, "resets": self.resets, "lowered": self.lowered,
-                "outside_bytes": dict(self.outside)}
+                "outside_bytes": dict(self.outside), "outside_source": self.outside_source}
 
     def fault(self) -> str:
         """What fair play says when the workload touched the peak, else ""."""

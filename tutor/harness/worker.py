@@ -372,6 +372,8 @@ class Worker:
         libraries = {"builtins": builtins, "torch": torch, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
                      "torch.nn.functional": torch.nn.functional, "torch.nn.Module": torch.nn.Module,
                      "torch.linalg": torch.linalg}
+        if "pynvml" in sys.modules:  # what counts each process's memory for a budget (tutor.harness.allocator_peak)
+            libraries["pynvml"] = sys.modules["pynvml"]
         return strict, libraries
 
 

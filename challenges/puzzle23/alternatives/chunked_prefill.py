@@ -6,22 +6,27 @@ allocated once, at its length. No torch.cuda.empty_cache(): the allocator keeps 
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8
 HEAD = HIDDEN // HEADS
 KV = KV_HEADS * HEAD
-CHUNK = 512
+CHUNK = 2048
+# One attention kernel for every length: cuDNN's, SDPA's first choice on this GPU for a chunk that is a whole prompt,
+# plans anew for every length it has not seen.
+ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
 
 
-def attend(q: torch.Tensor, kv: torch.Tensor, start: int) -> torch.Tensor:
-    """Queries of positions start.. [tokens, HIDDEN] over the keys and values of positions 0..start + tokens."""
+def attend(q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+    """Queries of the last positions [tokens, HIDDEN] over the keys and values of every position before them and
+    their own, kv [2, seen, KV]. Returns [1, HEADS, tokens, HEAD]."""
     tokens, seen = q.shape[0], kv.shape[1]
-    q = q.view(tokens, HEADS, HEAD).transpose(0, 1)
-    k, v = (t.view(seen, KV_HEADS, HEAD).transpose(0, 1) for t in (kv[0], kv[1]))
-    if start == 0 and seen == tokens:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    mask = torch.arange(seen, device=q.device)[None, :] <= start + torch.arange(tokens, device=q.device)[:, None]
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    q = q.view(1, tokens, HEADS, HEAD).transpose(1, 2)
+    k, v = (t.view(1, seen, KV_HEADS, HEAD).transpose(1, 2) for t in (kv[0], kv[1]))
+    # Causal from the lower right: a chunk's first query sees the whole cache before it; the fused kernels take it.
+    with sdpa_kernel(ATTENTION):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(tokens, seen), enable_gqa=True)
 
 
 def mlp(w: dict, n: int, x: torch.Tensor) -> torch.Tensor:
@@ -35,16 +40,16 @@ def chunk_layer(w: dict, n: int, x: torch.Tensor, cache: torch.Tensor, start: in
     q, k, v = (x @ w[f"{n}.qkv"]).split([HIDDEN, KV, KV], dim=-1)
     cache[0, start:start + tokens].copy_(k)
     cache[1, start:start + tokens].copy_(v)
-    attn = attend(q, cache[:, :start + tokens], start)
-    return mlp(w, n, x + attn.transpose(0, 1).reshape(tokens, HIDDEN) @ w[f"{n}.o"])
+    attn = attend(q, cache[:, :start + tokens])
+    return mlp(w, n, x + attn.transpose(1, 2).reshape(tokens, HIDDEN) @ w[f"{n}.o"])
 
 
 def decode(w: dict, n: int, token: torch.Tensor, cache: torch.Tensor) -> torch.Tensor:
     """Layer n for one new token after the prompt: its own key and value beside the cache's."""
     q, k, v = (token @ w[f"{n}.qkv"]).split([HIDDEN, KV, KV], dim=-1)
     kv = torch.cat([cache, torch.stack([k, v])], dim=1)
-    attn = attend(q, kv, kv.shape[1] - 1)
-    return mlp(w, n, token + attn.transpose(0, 1).reshape(1, HIDDEN) @ w[f"{n}.o"])
+    attn = attend(q, kv)
+    return mlp(w, n, token + attn.transpose(1, 2).reshape(1, HIDDEN) @ w[f"{n}.o"])
 
 
 def prepare(weights: dict, device: str):

@@ -6,10 +6,14 @@ workload is itself a fault, and a peak read lower than before shows one however 
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8
 HEAD = HIDDEN // HEADS
 KV = KV_HEADS * HEAD
+# One attention kernel for prompts of every length (the CPU's where there is no GPU): cuDNN's, SDPA's first choice
+# on this GPU, plans anew for every prompt length it has not seen.
+ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
 
 
 def layer(w: dict, n: int, x: torch.Tensor, cache: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -18,11 +22,14 @@ def layer(w: dict, n: int, x: torch.Tensor, cache: torch.Tensor | None) -> tuple
     q, k, v = (x @ w[f"{n}.qkv"]).split([HIDDEN, KV, KV], dim=-1)
     kv = torch.stack([k, v]) if cache is None else torch.cat([cache, torch.stack([k, v])], dim=1)
     past = kv.shape[1] - tokens
-    q = q.view(tokens, HEADS, HEAD).transpose(0, 1)
-    k, v = (t.view(-1, KV_HEADS, HEAD).transpose(0, 1) for t in (kv[0], kv[1]))
+    # [1, heads, tokens, HEAD]: the fused attention kernels take a batch dimension; without one SDPA falls back to
+    # its reference path, which writes every head's tokens x tokens scores to memory.
+    q = q.view(1, tokens, HEADS, HEAD).transpose(1, 2)
+    k, v = (t.view(1, -1, KV_HEADS, HEAD).transpose(1, 2) for t in (kv[0], kv[1]))
     # Causal over the prompt; a decode token (past > 0) sees every key before it.
-    attn = F.scaled_dot_product_attention(q, k, v, is_causal=past == 0, enable_gqa=True)
-    x = x + attn.transpose(0, 1).reshape(tokens, HIDDEN) @ w[f"{n}.o"]
+    with sdpa_kernel(ATTENTION):
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=past == 0, enable_gqa=True)
+    x = x + attn.transpose(1, 2).reshape(tokens, HIDDEN) @ w[f"{n}.o"]
     gate, up = (x @ w[f"{n}.up"]).chunk(2, dim=-1)
     return x + (F.silu(gate) * up) @ w[f"{n}.down"], kv
 
