@@ -6,9 +6,10 @@ prompt over its own cache. It returns, per prompt, the decode step's hidden stat
 prompt's length is drawn from SHORTEST..LONGEST tokens (TOKENS in every call), its embeddings too, on the device,
 at grade time.
 
-The budget: the process that serves must hold no more GPU memory than the baseline's process holds on the same
-inputs, MEMORY_SLACK more at most (what its caching allocator reserved from CUDA at its peak over every call of the
-grade, and what the process held outside that allocator; tutor.harness.allocator_peak, graders/puzzle23.py).
+The budget: the workload must hold no more GPU memory than the baseline holds on the same inputs, MEMORY_SLACK
+more at most (what its process's caching allocator reserved from CUDA at its peak over every call of the grade,
+and what the process held outside that allocator, less its CUDA context and the harness's inputs;
+tutor.harness.allocator_peak, graders/puzzle23.py).
 """
 
 import torch

@@ -72,6 +72,7 @@ class AllocatorPeak:
         self.lowered = 0  # reads lower than the read before: a reset made some other way
         self.peak = 0
         self._last = 0
+        self.harness_bytes = 0  # the most the harness's own inputs held at once: in both processes alike
         for module_name, attribute in RESETTERS:
             module = importlib.import_module(module_name)
             if hasattr(module, attribute):
@@ -105,9 +106,15 @@ class AllocatorPeak:
         self.outside["least"] = min(self.outside.get("least", outside), outside)
         self.outside["most"] = max(self.outside.get("most", outside), outside)
 
+    def harness_holds(self, nbytes: int) -> None:
+        """What the harness's own tensors hold now (the warm-up inputs, a round's inputs made before its calls):
+        the same in both processes, which share their seeds, and none of the workload's doing."""
+        self.harness_bytes = max(self.harness_bytes, nbytes)
+
     def report(self) -> dict:
         return {"peak_reserved_bytes": self.peak, "resets": self.resets, "lowered": self.lowered,
-                "outside_bytes": dict(self.outside), "outside_source": self.outside_source}
+                "outside_bytes": dict(self.outside), "outside_source": self.outside_source,
+                "harness_bytes": self.harness_bytes}
 
     def fault(self) -> str:
         """What fair play says when the workload touched the peak, else ""."""

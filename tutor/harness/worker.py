@@ -161,6 +161,7 @@ class Worker:
             self.peak.start()
         if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
             self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
+            self._harness_holds()
         # The coordinator reads how busy this GPU is during each replay (tutor.harness.gpu_busy): which GPU.
         return {"warm_inputs": len(self.warm), "gpu_uuid": self.device.uuid()}
 
@@ -179,6 +180,7 @@ class Worker:
         """Held or from an idle GPU: each workload's host, seen while the GPU is held. Then the checks begin."""
         for name in self.names if self.device.cuda else []:
             inputs = [self._input(secrets.randbelow(2**62)) for _ in range(PROBE_CALLS)]
+            self._harness_holds(inputs)
             self.device.calibrate(name, [lambda x=x, name=name: self.forward(name, x) for x in inputs])
         self.side = SideWork()
         return {}
@@ -244,6 +246,7 @@ class Worker:
 
         def loop_calls():  # made after the warm call returned: nothing it leaves answers the loop's
             inputs = [self._input(seed) for seed in loop_seeds]
+            self._harness_holds(inputs)
             return [lambda x=x: call(x) for x in inputs[:-1]] + [lambda x=inputs[-1]: last_call(x)]
 
         ms = self.device.loop_ms(warm, loop_calls, name)
@@ -344,6 +347,11 @@ class Worker:
 
     def _input(self, seed: int):
         return call_workload("spec.make_input", self.spec.make_input, seed, self.device.name)
+
+    def _harness_holds(self, inputs=()) -> None:
+        """For a memory budget: the harness's inputs alive now, the warm-up's and these (AllocatorPeak)."""
+        if self.peak:
+            self.peak.harness_holds(shards.tensor_bytes(self.warm) + shards.tensor_bytes(list(inputs)))
 
     def _master_weights(self):
         """One set of weights per process; each workload gets its own copy of it. With ranks, this rank's shard
