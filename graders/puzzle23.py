@@ -4,8 +4,9 @@ Without its torch.cuda.empty_cache() the baseline is faster and holds more memor
 learner who gave the budget up. What each process held is read by the harness over every call of the grade
 (tutor.harness.allocator_peak): its caching allocator's peak reserve, plus the most GPU memory it held outside that
 allocator at any read (NVML's count for the process, less the reserve: its CUDA context, and any memory taken
-past torch's allocator). Of that, what both processes hold whatever the workload does is set aside: the CUDA
-context each had before any workload loaded, and the harness's own inputs at their most. The rest is the
+past torch's allocator). Of that, what both processes hold whatever the workload does is set aside, by the
+baseline's process's figures: the CUDA context it had before any workload loaded, and the harness's own inputs at
+their most. The rest is the
 workload's, and the learner's may be at most the spec's MEMORY_SLACK more than the baseline's on the same inputs:
 the slack is a share of what the workload holds, not of what the harness and CUDA hold for it. Where NVML cannot
 count a process alone, its allocator's peak stands alone, less the harness's inputs.
@@ -52,7 +53,10 @@ def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> l
                            "graded.", f"your process's memory was counted for "
                            f"{peaks['mine'].get('outside_source', 'nothing')}"])]
     counted = all(peaks[side].get("outside_source") == NVML for side in ("mine", "theirs"))
-    mine, theirs = (held(peaks[side], counted) - common(peaks[side], counted) for side in ("mine", "theirs"))
+    # Set aside by the baseline's figures for both: the same seeds make the same inputs, and the same build the same
+    # context, and the baseline's process is out of the learner's code's reach.
+    shared = common(peaks["theirs"], counted)
+    mine, theirs = (held(peaks[side], counted) - shared for side in ("mine", "theirs"))
     slack = peaks["theirs"]["slack"]
     budget = theirs * (1 + slack)
     details = [f"your workload held {mine / MB:.0f} MB at its most; the baseline's {theirs / MB:.0f} MB on the same "

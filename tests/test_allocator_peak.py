@@ -238,3 +238,13 @@ def test_the_guard_watches_nvmls_binding_as_it_watches_torch(monkeypatch):
     strict, libraries = Worker._namespaces(SimpleNamespace(spec=ModuleType("spec"), device=object()))
     assert libraries["pynvml"] is sys.modules["pynvml"]
 
+
+def test_what_is_set_aside_is_the_baselines_figure_whatever_the_learners_process_reports():
+    """The learner's process reports its own harness inputs too, where its code could reach the figure: the
+    baseline's, on the same seeds and out of that code's reach, is what both are judged less."""
+    result = result_with(1100, 1000)
+    result["memory"]["allocator_peak"]["theirs"]["harness_bytes"] = 600 * MB
+    result["memory"]["allocator_peak"]["mine"]["harness_bytes"] = 1000 * MB
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
+    assert not criterion.passed and "your workload held 500 MB" in criterion.details[0]
+
