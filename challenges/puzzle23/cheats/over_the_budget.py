@@ -1,7 +1,8 @@
 """Cheat, the budget ignored: the baseline without its torch.cuda.empty_cache(). Every prompt's blocks stay cached,
 so it reads faster than the baseline, but the allocator reserves segments for the blocks of each new size and
-holds them: its process holds several times the memory the baseline's does. Must get: refused by the memory
-budget (graders/puzzle23.py), however fast.
+holds them: its workload holds more than the baseline's by more than the budget's slack (in the H100's sweep, a
+reserve 230 MB over the baseline's, where the baseline's workload held about 850 MB). Must get: refused by the
+memory budget (graders/puzzle23.py), however fast.
 """
 
 import torch
