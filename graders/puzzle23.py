@@ -57,6 +57,11 @@ def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> l
     # context, and the baseline's process is out of the learner's code's reach.
     shared = common(peaks["theirs"], counted)
     mine, theirs = (held(peaks[side], counted) - shared for side in ("mine", "theirs"))
+    # NVML's count of the learner's process, read by the coordinator between its calls: out of its code's reach,
+    # and never more than it held, so it can only raise a figure that code lowered (tutor.harness.process_memory).
+    observed = ((result.get("memory") or {}).get("observed_bytes") or {}).get("mine") if counted else None
+    if observed:
+        mine = max(mine, observed - shared)
     slack = peaks["theirs"]["slack"]
     budget = theirs * (1 + slack)
     details = [f"your workload held {mine / MB:.0f} MB at its most; the baseline's {theirs / MB:.0f} MB on the same "
@@ -70,6 +75,9 @@ def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> l
                      f"context), {outside['least'] / MB:.0f}-{outside['most'] / MB:.0f} MB over the calls (counted "
                      f"for {peak.get('outside_source', 'the whole device')})")
         details.append(line)
+    if observed:
+        details.append(f"your process as NVML counted it between its calls, read outside it: {observed / MB:.0f} MB "
+                       "at most")
     if not counted:
         details.append("NVML could not count each process's own memory here: the allocators' peaks are compared "
                        "alone, and memory held outside torch's allocator is not judged.")
@@ -77,8 +85,9 @@ def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> l
         return [Criterion("memory budget", True, f"Inside the budget: {mine / MB:.0f} MB of {budget / MB:.0f} MB.",
                           details)]
     return [Criterion("memory budget", False,
-                      f"Over the budget: your workload held {mine / MB:.0f} MB at its most, {mine / max(theirs, 1):.2f}x the "
-                      "baseline's. The other model on this GPU would not have found its memory.",
+                      f"Over the budget: your workload held {mine / MB:.0f} MB at its most, "
+                      f"{mine / max(theirs, 1):.2f}x the baseline's. The other model on this GPU would not have found "
+                      "its memory.",
                       details + ["Profile your workload's memory (`infprof-tutor profile puzzle23 --profiler memory "
                                  "--which mine`): allocator.fragmentation_mb is what the allocator kept past what "
                                  "tensors used; memory taken outside torch's allocator counts too."])]

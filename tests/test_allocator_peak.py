@@ -248,3 +248,27 @@ def test_what_is_set_aside_is_the_baselines_figure_whatever_the_learners_process
     [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
     assert not criterion.passed and "your workload held 500 MB" in criterion.details[0]
 
+
+def test_nvmls_count_read_outside_the_learners_process_bounds_what_it_reports_from_below():
+    """The coordinator's count of the learner's process between its calls (tutor.harness.process_memory): a
+    process that reported less than NVML saw it hold is judged by what NVML saw."""
+    result = counted_outside(result_with(800, 1000), 700, 700)  # reports 800 + 700 - 600 = 900 MB: inside 1210
+    result["memory"]["observed_bytes"] = {"mine": 2400 * MB, "theirs": 1700 * MB}
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
+    assert not criterion.passed and "your workload held 1800 MB" in criterion.details[0]
+    assert "your process as NVML counted it between its calls, read outside it: 2400 MB at most" in criterion.details
+    result["memory"]["observed_bytes"]["mine"] = 1200 * MB  # an honest count: between calls, under the peak
+    [criterion] = criteria(get_puzzle("puzzle23", drafts=True), result)
+    assert criterion.passed and "your workload held 900 MB" in criterion.details[0]
+
+
+def test_each_sides_processes_are_counted_at_their_most_and_an_unseen_process_not_as_nothing():
+    from tutor.harness.process_memory import ProcessMemory
+
+    counts = iter([{10: 700 * MB, 11: 100 * MB, 20: 900 * MB}, {10: 650 * MB, 20: 1200 * MB}, {}])
+    watch = ProcessMemory(reader=lambda: next(counts))
+    watch.observe("ruler", [10, 11])
+    watch.observe("candidate", [20])
+    watch.observe("candidate", [20])  # NVML lost sight of it: its most stays
+    assert watch.report() == {"ruler": 800 * MB, "candidate": 1200 * MB}
+

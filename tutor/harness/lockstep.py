@@ -28,6 +28,7 @@ from tutor.harness import call_checks, gpu_environment, processes, shards, wire
 from tutor.harness.checks import compare
 from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
+from tutor.harness.process_memory import ProcessMemory
 from tutor.harness.ranks import slowest
 from tutor.protocol import WHO, death_words
 
@@ -262,6 +263,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
 
     # The ruler first, all the way through its lazy work, while no learner code has loaded.
     setting_up = "a process, its CUDA context and clocks" if request["device"] == "cuda" else "a process"
+    # What each side's processes hold, as NVML counts them from here between their calls (a memory budget's check).
+    observed = ProcessMemory() if request["device"] == "cuda" and request.get("ranks", 1) == 1 else None
     for side in (ruler, learner):
         sink.stage("preparing", f"{WHO[side.role]}: {setting_up}")
         side.ask("set_up")
@@ -273,6 +276,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         sink.stage("warmup", f"{WHO[side.role]}: compiling and warming up")
         for i in range(rounds):
             side.ask("warm_up", index=i)
+            if observed:
+                observed.observe(side.role, side.pids)
             sink.progress("warmup", i + 1, rounds)
         side.ask("calibrate")
 
@@ -302,6 +307,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         mine, ref = [], {}
         for name in order:
             reply = sides[name].ask("time", name=name, seeds=seeds, keep=name in (candidate, oracle))
+            if observed:
+                observed.observe(sides[name].role, sides[name].pids)
             if reply["waited_ms"] < 0:
                 stalled.append(name)
             if name == candidate:
@@ -318,6 +325,9 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
     after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
     theirs, mine = ruler.ask("finish"), learner.ask("finish")
     result = merge(checks, timed_checks, theirs, mine, stalled)
+    if observed and observed.report():
+        most = observed.report()
+        result["memory"]["observed_bytes"] = {"mine": most.get(learner.role), "theirs": most.get(ruler.role)}
     if before or after:
         result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),
                                  "concerns": gpu_environment.concerns(before, after, {*ruler.pids, *learner.pids})}

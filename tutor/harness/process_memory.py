@@ -1,0 +1,50 @@
+"""The most GPU memory each side's processes held, counted by NVML from the coordinator between their calls.
+
+A process's own figures (tutor.harness.allocator_peak) are read inside it, where learner code could reach the
+objects that keep them. NVML's count for a process, read from the coordinator while the process waits for its next
+message, is out of that reach: it holds the CUDA context, the caching allocator's reserve and anything taken past
+it. Read between calls it can miss a peak a call freed before returning, so it bounds what a process held from
+below: a memory budget judges by the larger of the two (graders/puzzle23.py).
+"""
+
+from __future__ import annotations
+
+
+def nvml_counts():
+    """A reader of {pid: bytes} over every GPU NVML sees, or None where NVML (pynvml) is not there."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except Exception:  # no binding or no driver library: nothing is observed, and the grade says nothing of it
+        return None
+
+    def read() -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for handle in handles:
+            for process in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                if process.usedGpuMemory is not None:
+                    counts[process.pid] = counts.get(process.pid, 0) + int(process.usedGpuMemory)
+        return counts
+
+    return read
+
+
+class ProcessMemory:
+    """`observe(role, pids)` after each message a side answers; `report()` the most each role's processes held."""
+
+    def __init__(self, reader=None):
+        self._read = reader if reader is not None else nvml_counts()
+        self.most: dict[str, int] = {}
+
+    def observe(self, role: str, pids: list[int]) -> None:
+        if self._read is None:
+            return
+        counts = self._read()
+        held = sum(counts.get(pid, 0) for pid in pids)
+        if held:  # a process NVML cannot see (another PID namespace) is not counted as holding nothing
+            self.most[role] = max(self.most.get(role, 0), held)
+
+    def report(self) -> dict[str, int]:
+        return dict(self.most)
