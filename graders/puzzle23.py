@@ -6,10 +6,11 @@ learner who gave the budget up. What each process held is read by the harness ov
 allocator at any read (NVML's count for the process, less the reserve: its CUDA context, and any memory taken
 past torch's allocator). Of that, what both processes hold whatever the workload does is set aside, by the
 baseline's process's figures: the CUDA context it had before any workload loaded, and the harness's own inputs at
-their most. The rest is the
-workload's, and the learner's may be at most the spec's MEMORY_SLACK more than the baseline's on the same inputs:
-the slack is a share of what the workload holds, not of what the harness and CUDA hold for it. Where NVML cannot
-count a process alone, its allocator's peak stands alone, less the harness's inputs.
+their most. The rest is the workload's, and the learner's may be at most the spec's MEMORY_SLACK more than the
+baseline's on the same inputs: the slack is a share of what the workload holds, not of what the harness and CUDA
+hold for it. Where NVML cannot count a process alone, its allocator's peak stands alone, less the harness's
+inputs. The learner's figure is read in its own process; NVML's count of that process, read by the coordinator
+between its calls, bounds it from below.
 """
 
 from __future__ import annotations
