@@ -50,7 +50,7 @@ def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> l
     if peaks["theirs"].get("outside_source") == NVML and peaks["mine"].get("outside_source") != NVML:
         return [Criterion("memory budget", False, "NVML counted the baseline's process but lost count of yours on "
                           "the same GPU: what your process held cannot be judged.",
-                          ["A workload must leave NVML and its Python binding (pynvml) as they are while it is "
+                          ["A workload must leave NVML, and the harness's reading of it, as they are while it is "
                            "graded.", f"your process's memory was counted for "
                            f"{peaks['mine'].get('outside_source', 'nothing')}"])]
     counted = all(peaks[side].get("outside_source") == NVML for side in ("mine", "theirs"))

@@ -5,8 +5,6 @@ replaced for the test's length and restored after it."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
 
 import pytest
 import torch
@@ -14,8 +12,10 @@ import torch
 from graders import puzzle23 as puzzle23_grader
 from graders.puzzle23 import criteria
 from tutor.catalog import get_puzzle
-from tutor.harness import allocator_peak
+from tutor.harness import allocator_peak, process_memory
 from tutor.harness.allocator_peak import AllocatorPeak
+from tutor.harness.gpu_busy import Nvml
+from tutor.harness.process_memory import nvml_counts
 
 MB = 2**20
 
@@ -155,7 +155,7 @@ def test_gpu_the_allocators_own_peak_is_read_and_a_reset_by_any_route_shows(monk
     watch.read()
     print("peak MB", watch.peak / MB, watch.report())
     assert watch.report()["outside_bytes"]["at_setup"] > 0  # this process's CUDA context at least
-    if importlib.util.find_spec("pynvml"):  # CUDA builds of torch bring it: NVML's count for this process alone
+    if nvml_counts() is not None:  # the driver's NVML (tutor.harness.gpu_busy.Nvml): a count for this process alone
         assert watch.report()["outside_source"] == "this process (NVML)"
         assert watch.report()["outside_bytes"]["most"] < 2 * 2**30  # a context, not the GPU's other tenants
     assert watch.peak >= 2**30 and watch.report()["resets"] == 1 and watch.report()["lowered"] == 0
@@ -228,15 +228,15 @@ def test_a_process_nvml_lost_count_of_beside_a_counted_baseline_fails_the_budget
     assert not criterion.passed and "lost count of yours" in criterion.summary
 
 
-def test_the_guard_watches_nvmls_binding_as_it_watches_torch(monkeypatch):
-    """pynvml counts each process's memory for the budget: the guard watches it as it watches torch."""
+def test_the_guard_watches_the_harnesss_nvml_reader_as_it_watches_the_harness(monkeypatch):
+    """NVML counts each process's memory for the budget through the harness's own binding (tutor.harness.gpu_busy):
+    a change to it from learner code is a change to the harness, which the guard refuses."""
     from types import ModuleType, SimpleNamespace
 
     from tutor.harness.worker import Worker
 
-    monkeypatch.setitem(sys.modules, "pynvml", ModuleType("pynvml"))
     strict, libraries = Worker._namespaces(SimpleNamespace(spec=ModuleType("spec"), device=object()))
-    assert libraries["pynvml"] is sys.modules["pynvml"]
+    assert strict["tutor.harness.gpu_busy.Nvml"] is Nvml and strict["tutor.harness.process_memory"] is process_memory
 
 
 def test_what_is_set_aside_is_the_baselines_figure_whatever_the_learners_process_reports():
@@ -263,12 +263,38 @@ def test_nvmls_count_read_outside_the_learners_process_bounds_what_it_reports_fr
 
 
 def test_each_sides_processes_are_counted_at_their_most_and_an_unseen_process_not_as_nothing():
-    from tutor.harness.process_memory import ProcessMemory
-
     counts = iter([{10: 700 * MB, 11: 100 * MB, 20: 900 * MB}, {10: 650 * MB, 20: 1200 * MB}, {}])
-    watch = ProcessMemory(reader=lambda: next(counts))
+    watch = process_memory.ProcessMemory(reader=lambda: next(counts))
     watch.observe("ruler", [10, 11])
     watch.observe("candidate", [20])
     watch.observe("candidate", [20])  # NVML lost sight of it: its most stays
     assert watch.report() == {"ruler": 800 * MB, "candidate": 1200 * MB}
+
+
+class FakeNvml:
+    """libnvidia-ml's nvmlDeviceGetComputeRunningProcesses_v3 as the NVML docs state it: asked with too small a
+    buffer, it says how many processes there are and NVML_ERROR_INSUFFICIENT_SIZE."""
+
+    def __init__(self, processes):
+        self.processes, self.calls = processes, 0
+
+    def nvmlDeviceGetComputeRunningProcesses_v3(self, device, count, buffer):
+        self.calls += 1
+        wanted = count._obj
+        if buffer is None or wanted.value < len(self.processes):
+            wanted.value = len(self.processes)
+            return 7 if self.processes else 0
+        for slot, (pid, used) in zip(buffer, self.processes):
+            slot.pid, slot.used_bytes = pid, used
+        wanted.value = len(self.processes)
+        return 0
+
+
+def test_nvmls_count_of_each_process_is_read_in_two_calls_and_an_untold_one_left_out():
+    nvml = Nvml.__new__(Nvml)
+    nvml.device = None
+    nvml.lib = FakeNvml([(10, 700 * MB), (11, 2**64 - 1), (20, 1200 * MB)])
+    assert nvml.process_bytes() == {10: 700 * MB, 20: 1200 * MB} and nvml.lib.calls == 2
+    nvml.lib = FakeNvml([])
+    assert nvml.process_bytes() == {} and nvml.lib.calls == 1
 

@@ -1,13 +1,12 @@
 """puzzle23, Inside the budget, behind the schedule (a draft: issue 38's memory_fragmentation), as far as the CPU can
 check it: every style's decode states match float64's within the tolerance at a CPU's sizes, and prompts cut short
 miss by far more; the baseline hands the allocator's cache back after every prompt and the reference never does;
-the harness serves the scene end to end (the reference right on every call); the floor's tokens hold for the
-median call. The memory budget's figure and judge are tests/test_allocator_peak.py's; the allocator itself is the
-H100's to measure (MEASUREMENTS.md lists what is owed).
+the harness serves the scene end to end (the reference right on every call); every call holds the floor's tokens. The
+memory budget's figure and judge are tests/test_allocator_peak.py's; the allocator itself is the H100's to measure
+(MEASUREMENTS.md lists what is owed).
 """
 
 from __future__ import annotations
-
 
 import pytest
 import torch

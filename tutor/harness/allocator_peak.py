@@ -19,6 +19,8 @@ import os
 
 import torch
 
+from tutor.harness.process_memory import nvml_counts
+
 # Every public and private way torch gives Python to reset the allocator's peaks (torch.cuda.memory re-exports
 # the first four; the last two are what they call).
 RESETTERS = (("torch.cuda", "reset_peak_memory_stats"), ("torch.cuda", "reset_max_memory_allocated"),
@@ -32,25 +34,14 @@ ALONE, DEVICE_WIDE = "this process (NVML)", "the whole device"  # graders/puzzle
 
 
 def _process_memory():
-    """A reader of the GPU memory this very process holds, its CUDA context included (NVML's count per process,
-    which another process's memory does not enter), or None where NVML's Python binding (pynvml, which CUDA
-    builds of torch bring) is missing or cannot see this process (another PID namespace)."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
-        handle = pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
-    except Exception:  # no binding, no driver library, or a GPU NVML does not name alike
+    """A reader of the GPU memory this very process holds on its GPU, its CUDA context included (NVML's count per
+    process, which another process's memory does not enter), or None where NVML is not there or cannot see this
+    process (another PID namespace)."""
+    counts = nvml_counts(str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid))
+    if counts is None:
         return None
     pid = os.getpid()
-
-    def used() -> int | None:
-        for process in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-            if process.pid == pid and process.usedGpuMemory is not None:
-                return int(process.usedGpuMemory)
-        return None
-
+    used = lambda: counts().get(pid)  # noqa: E731
     return used if used() is not None else None
 
 

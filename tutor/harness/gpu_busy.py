@@ -16,10 +16,17 @@ import time
 
 GPU_UTILIZATION_SAMPLES = 1  # nvmlSamplingType_t
 NVML_ERROR_NOT_FOUND = 6  # no sample since the timestamp asked for
+NVML_ERROR_INSUFFICIENT_SIZE = 7  # more processes than the buffer given: its count says how many
+NVML_VALUE_NOT_AVAILABLE = 2**64 - 1  # a process's memory NVML cannot tell (no permission, say)
 
 
 class NvmlUnavailable(RuntimeError):
     """No NVIDIA driver library here, or it refused: no busy time can be read."""
+
+
+class _ProcessInfo(ctypes.Structure):  # nvmlProcessInfo_t, as nvmlDeviceGetComputeRunningProcesses_v3 fills it
+    _fields_ = [("pid", ctypes.c_uint), ("used_bytes", ctypes.c_ulonglong), ("gpu_instance", ctypes.c_uint),
+                ("compute_instance", ctypes.c_uint)]
 
 
 class _Sample(ctypes.Structure):  # nvmlSample_t: a timestamp and an 8-byte value union (an unsigned int here)
@@ -35,7 +42,8 @@ def cuda_device_uuid() -> str:
 
 
 class Nvml:
-    """The utilization samples NVML holds for one GPU (NVML's index: the machine's order, not CUDA's)."""
+    """What NVML holds for one GPU (NVML's index: the machine's order, not CUDA's): its utilization samples, and
+    the memory of each process on it."""
 
     def __init__(self, index: int = 0, uuid: str | None = None):
         """The GPU of NVML's `index`, or the one whose UUID is `uuid` (as CUDA names it, with or without NVML's
@@ -56,6 +64,20 @@ class Nvml:
     def _check(code: int, what: str) -> None:
         if code:
             raise NvmlUnavailable(f"NVML error {code} for {what}")
+
+    def process_bytes(self) -> dict[int, int]:
+        """{pid: bytes} of every compute process on this GPU whose memory NVML can tell, its CUDA context
+        included (tutor.harness.process_memory)."""
+        count = ctypes.c_uint(0)
+        code = self.lib.nvmlDeviceGetComputeRunningProcesses_v3(self.device, ctypes.byref(count), None)
+        while code == NVML_ERROR_INSUFFICIENT_SIZE:  # a process may start between the two calls: ask again
+            buffer = (_ProcessInfo * (count.value + 4))()
+            count = ctypes.c_uint(len(buffer))
+            code = self.lib.nvmlDeviceGetComputeRunningProcesses_v3(self.device, ctypes.byref(count), buffer)
+            if not code:
+                return {p.pid: p.used_bytes for p in buffer[:count.value] if p.used_bytes != NVML_VALUE_NOT_AVAILABLE}
+        self._check(code, "compute processes")
+        return {}
 
     def samples_since(self, since_us: int) -> list[tuple[int, int]]:
         """(timestamp in us, percent busy) of every sample after `since_us` (0: all NVML holds), oldest first."""

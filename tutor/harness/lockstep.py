@@ -263,15 +263,18 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
 
     # The ruler first, all the way through its lazy work, while no learner code has loaded.
     setting_up = "a process, its CUDA context and clocks" if request["device"] == "cuda" else "a process"
-    # What each side's processes hold, as NVML counts them from here between their calls (a memory budget's check).
-    observed = ProcessMemory() if request["device"] == "cuda" and request.get("ranks", 1) == 1 else None
+    observed = None
     for side in (ruler, learner):
         sink.stage("preparing", f"{WHO[side.role]}: {setting_up}")
         side.ask("set_up")
         for name in side.names:
             sink.stage("preparing", name)
             side.ask("prepare", name=name)
-        warm_inputs = side.ask("prepared")["warm_inputs"]
+        prepared = side.ask("prepared")
+        warm_inputs = prepared["warm_inputs"]
+        if side is ruler and prepared.get("memory_budget") and request.get("ranks", 1) == 1:
+            # What each side's process holds, as NVML counts it from here between its calls (the budget's check).
+            observed = ProcessMemory(uuid=prepared["gpu_uuid"])
         rounds = max(request["timing"]["warmup"], warm_inputs)
         sink.stage("warmup", f"{WHO[side.role]}: compiling and warming up")
         for i in range(rounds):
@@ -325,8 +328,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
     after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
     theirs, mine = ruler.ask("finish"), learner.ask("finish")
     result = merge(checks, timed_checks, theirs, mine, stalled)
-    if observed and observed.report():
-        most = observed.report()
+    most = observed.report() if observed else {}
+    if most:
         result["memory"]["observed_bytes"] = {"mine": most.get(learner.role), "theirs": most.get(ruler.role)}
     if before or after:
         result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),

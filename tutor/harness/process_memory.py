@@ -9,24 +9,23 @@ below: a memory budget judges by the larger of the two (graders/puzzle23.py).
 
 from __future__ import annotations
 
+from tutor.harness.gpu_busy import Nvml, NvmlUnavailable
 
-def nvml_counts():
-    """A reader of {pid: bytes} over every GPU NVML sees, or None where NVML (pynvml) is not there."""
+
+def nvml_counts(uuid: str | None = None):
+    """A reader of {pid: bytes} on the GPU of that uuid (as CUDA names it), else NVML's first; None where NVML is
+    not there or names no such GPU."""
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-    except Exception:  # no binding or no driver library: nothing is observed, and the grade says nothing of it
+        nvml = Nvml(uuid=uuid)
+        nvml.process_bytes()
+    except (NvmlUnavailable, AttributeError):  # no driver library, or one without the call: nothing is counted
         return None
 
     def read() -> dict[int, int]:
-        counts: dict[int, int] = {}
-        for handle in handles:
-            for process in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                if process.usedGpuMemory is not None:
-                    counts[process.pid] = counts.get(process.pid, 0) + int(process.usedGpuMemory)
-        return counts
+        try:
+            return nvml.process_bytes()
+        except NvmlUnavailable:  # a read NVML refused counts no process: as one it cannot see
+            return {}
 
     return read
 
@@ -34,8 +33,8 @@ def nvml_counts():
 class ProcessMemory:
     """`observe(role, pids)` after each message a side answers; `report()` the most each role's processes held."""
 
-    def __init__(self, reader=None):
-        self._read = reader if reader is not None else nvml_counts()
+    def __init__(self, reader=None, uuid: str | None = None):
+        self._read = reader if reader is not None else nvml_counts(uuid)
         self.most: dict[str, int] = {}
 
     def observe(self, role: str, pids: list[int]) -> None:

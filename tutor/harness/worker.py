@@ -163,7 +163,7 @@ class Worker:
             self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
             self._harness_holds()
         # The coordinator reads how busy this GPU is during each replay (tutor.harness.gpu_busy): which GPU.
-        return {"warm_inputs": len(self.warm), "gpu_uuid": self.device.uuid()}
+        return {"warm_inputs": len(self.warm), "gpu_uuid": self.device.uuid(), "memory_budget": self.peak is not None}
 
     def warm_up(self, index: int) -> dict:
         with self.device.range("warmup"):
@@ -380,8 +380,6 @@ class Worker:
         libraries = {"builtins": builtins, "torch": torch, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
                      "torch.nn.functional": torch.nn.functional, "torch.nn.Module": torch.nn.Module,
                      "torch.linalg": torch.linalg}
-        if "pynvml" in sys.modules:  # what counts each process's memory for a budget (tutor.harness.allocator_peak)
-            libraries["pynvml"] = sys.modules["pynvml"]
         return strict, libraries
 
 
