@@ -158,17 +158,19 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
 
 
 TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x2_cheats_2026-11-27.json"
-# The redesigned scenes' cheats (puzzle8, 14) and the server's (puzzle18), graded fewer than three times so far.
-CHEATS_OWED_TWO_GPU = {("puzzle14", "cheats/tabulates_the_curves"), ("puzzle18", "cheats/gpu_table"),
-                       ("puzzle18", "cheats/host_table"), ("puzzle18", "cheats/skips_attention")}
+# The grades that host's time limits left owed, graded the next day on one H200 (and puzzle18's last two on the two
+# GPUs of one host, one grade per GPU): every cheat now has its three.
+TWO_GPU_OWED_CHEATS = Path(__file__).parent / "fixtures" / "h200_cheats_owed_2026-11-28.json"
+CHEATS_OWED_TWO_GPU: set[tuple[str, str]] = set()
 
 
 def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
-    """puzzle8, 14 and 18's cheats graded up to three times each on one H200 of a 2-GPU host (TWO_GPU_CHEATS): a call
+    """puzzle8, 14 and 18's cheats graded three times each on one H200 (TWO_GPU_CHEATS, TWO_GPU_OWED_CHEATS): a call
     that blanks the calls it takes for unchecked is refused at correctness; a table of the ring or of the curves
     misses every checked output by far more than the tolerance; a server that sends no logit, or logits of a model
     that skipped attention, is refused at correctness however right its tokens."""
     recorded = json.loads(TWO_GPU_CHEATS.read_text())
+    recorded["grades"] += json.loads(TWO_GPU_OWED_CHEATS.read_text())["grades"]
     graded = graded_three_times_but(recorded["grades"], {"puzzle8", "puzzle14", "puzzle18"}, CHEATS_OWED_TWO_GPU)
     assert graded == {(p.id, f"cheats/{path.stem}") for p, path in CHEATS
                       if p.id in {"puzzle8", "puzzle14", "puzzle18"}}  # every one of them graded once at least
