@@ -8,12 +8,18 @@ memory budget's figure and judge are tests/test_allocator_peak.py's; the allocat
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
 from conftest import puzzle_file, relative_l2
 from tutor.catalog import all_puzzles, get_puzzle
+from tutor.grading.performance import tier_reached
 from tutor.runner import run_harness
+from tutor.stats import Estimate
 
 PUZZLE = get_puzzle("puzzle23", drafts=True)
 # The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
@@ -22,8 +28,49 @@ STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.p
           "alternatives/static_buffers.py", "cheats/over_the_budget.py", "cheats/resets_the_peak.py"]
 
 
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
 def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
     assert PUZZLE.draft and "puzzle23" not in all_puzzles()
+
+
+def tier_read(grade: dict, bars: float) -> str:
+    """The tier a recorded grade reads under puzzle.toml's bars, each multiplied by `bars`."""
+    puzzle = dataclasses.replace(PUZZLE, tiers=[dataclasses.replace(t, min_speedup=t.min_speedup * bars)
+                                                for t in PUZZLE.tiers])
+    return tier_reached(puzzle, {clock: {vs: Estimate(**e) for vs, e in by_vs.items()}
+                                 for clock, by_vs in grade["speedups"].items()})
+
+
+def test_the_h200s_grades_read_the_proposed_tiers_with_every_bar_10_percent_higher_or_lower():
+    """One H200's grades of the final scene (`benchmarks/measure_draft.py puzzle23 ...`, three device calls): the
+    baseline against itself reads no tier, the reference and the two allocator-side alternatives gold, each with
+    every bar 10% either way; chunked prefill's lower bounds span 1.07-1.33, wider than that window (owed)."""
+    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle23_2026-11-28.json").read_text())
+    counts = {w: sum(g["which"] == w for g in grades) for w in {g["which"] for g in grades}}
+    assert counts == {"baseline": 3, "reference": 3, "alternatives/chunked_prefill": 4,
+                      "alternatives/rounded_blocks": 5, "alternatives/static_buffers": 5}
+    for grade in grades:
+        if grade["which"] == "alternatives/chunked_prefill":
+            continue
+        which = grade["which"].removeprefix("alternatives/")
+        expected = {"baseline": "", "reference": "gold"}[which] if which in ("baseline", "reference") \
+            else PUZZLE.alternatives[which]
+        assert [tier_read(grade, bars) for bars in (0.9, 1.0, 1.1)] == [expected] * 3, grade
+
+
+def test_the_h200_refused_every_cheat_twice():
+    """`benchmarks/grade_cheats.py puzzle23 --runs 2` on one H200: the cheat that keeps every segment is refused by
+    the memory budget (1.23-1.33x the baseline's workload), the one that resets the allocator's peak by fair play
+    and the budget, the one that blanks the calls it takes for unchecked at correctness and by the floor."""
+    grades = json.loads((FIXTURES / "draft_h200_cheats_puzzle23_2026-11-28.json").read_text())["grades"]
+    refusals = {"cheats/over_the_budget": {"memory budget"}, "cheats/resets_the_peak": {"fair play", "memory budget"},
+                "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
+    assert sorted(g["which"] for g in grades) == sorted(w for w in refusals for _ in range(2))
+    assert {f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")} == set(refusals)
+    for grade in grades:
+        assert grade["tier"] == "" and {r.split(":")[0] for r in grade["refused_by"]} == refusals[grade["which"]], grade
 
 
 @pytest.fixture(scope="module")
