@@ -128,7 +128,9 @@ def test_grading_the_untouched_baseline_fails_and_is_recorded(in_workspace, caps
     assert "infprof-tutor hint puzzle0" in out
     assert " s in all, most of it in " in err  # after the verdict: where the grade's time went
     [attempt] = Progress(in_workspace.db_path).attempts("puzzle0")
-    assert attempt["passed"] == 0 and 0.7 < attempt["speedup"] < 1.4
+    # Recorded as the verdict read it (how near 1.0 a baseline against itself lands is the CPU's load, not the test's).
+    assert attempt["passed"] == 0 and 0 < attempt["speedup_low"] <= attempt["speedup"]
+    assert f"you are {attempt['speedup']:.2f}x" in out
 
 
 def test_a_crashing_workload_is_a_failed_attempt_with_its_output(in_workspace, capsys):
