@@ -166,7 +166,8 @@ WATCH_WITH_STACKS = ("import faulthandler, signal, sys; faulthandler.register(si
 
 
 def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspace):
-    """A real `infprof-tutor watch puzzle0`: a check at start, one per save, Ctrl-C kills a check in progress."""
+    """A real `infprof-tutor watch puzzle0`: a check at start, one per save (watched from before the first check, so
+    a save as soon as it says so is seen), Ctrl-C kills a check in progress."""
     from tutor.catalog import get_puzzle
 
     folder = in_workspace.root / "puzzle0"
@@ -180,7 +181,6 @@ def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspac
         err.wait_for("Watching", count=1)
         out.wait_for("Quick check · correct", count=1)  # read by its own thread: it may lag the other stream's
         assert "Quick check of your files" in err.text and "below every tier" in out.text
-        time.sleep(0.5)  # the watcher starts right after that line
         (folder / "workload.py").write_text((get_puzzle("puzzle0").solution_dir / "workload.py").read_text())
         err.wait_for("Watching", count=2)
         out.wait_for("Quick check · correct", count=2)

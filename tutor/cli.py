@@ -174,8 +174,9 @@ def cmd_watch(args) -> int:
     ctrl_c_stops()
     start_warm_harness()  # this command owns it: it ends with the watch
     try:
+        saved_files = saves(ws, p)  # watching already: a save during the first check is checked after it
         check("of your files")
-        for saved in saves(ws, p):
+        for saved in saved_files:
             check(f"after your save of {', '.join(path.name for path in saved)}")
     except KeyboardInterrupt:
         for run in running:

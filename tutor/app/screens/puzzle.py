@@ -64,6 +64,7 @@ class PuzzleScreen(Screen):
         self.puzzle, self.start = puzzle, start
         self.ws = self.app.workspace
         self._harness = None
+        self.watcher_running = False  # watch mode's watcher has started: saves are seen from then on
         self._cancel_requested = False
         self._rerun_after_cancel = False
         self._check_after_run = False  # a save while a grade or profile ran: check once it ends
@@ -361,12 +362,15 @@ class PuzzleScreen(Screen):
         if self._watch_stop is not None:
             self._watch_stop.set()
             self._watch_stop = None
-        self.watching = False
+        self.watching = self.watcher_running = False
 
     @work(exclusive=True, group="watch")
     async def _watch_files(self) -> None:
-        async for saved in saves_async(self.ws, self.puzzle, self._watch_stop):
+        async for saved in saves_async(self.ws, self.puzzle, self._watch_stop, self._watcher_runs):
             self.post_message(FilesSaved(saved))
+
+    def _watcher_runs(self) -> None:
+        self.watcher_running = True  # every save from now on is seen
 
     @on(FilesSaved)
     def _files_saved(self, message: FilesSaved) -> None:
