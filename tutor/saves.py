@@ -6,6 +6,7 @@ start it first and say so after, so a save made while the first check runs, or j
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING, AsyncIterator, Callable, Iterator
 
@@ -37,12 +38,7 @@ def saves(ws: Workspace, puzzle: Puzzle) -> Iterator[list[Path]]:
     changes = watch(ws.puzzle_dir(puzzle), debounce=DEBOUNCE_MS, watch_filter=_only_editable(puzzle),
                     rust_timeout=TICK_MS, yield_on_timeout=True)
     first = next(changes)  # the watcher runs: a save from here on is kept for the loop that reads it
-    return (_saved(c) for c in _prepend(first, changes) if c)
-
-
-def _prepend(first, rest):
-    yield first
-    yield from rest
+    return (_saved(c) for c in itertools.chain([first], changes) if c)
 
 
 async def saves_async(ws: Workspace, puzzle: Puzzle, stop: asyncio.Event,
