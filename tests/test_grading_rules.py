@@ -362,6 +362,9 @@ def test_a_serving_grade_is_re_read_from_its_replay_pairs():
 # from 2026-11-27 on; a grade before then checked one call a loop. Its done-when asks every shipped honest style
 # re-graded since, on its card: the H100, or 2 x H200 for a two-GPU puzzle.
 EVERY_CALL_CHECKED_SINCE = "2026-11-27"
+# One grade of each style since then, where its puzzle's bars were set before (benchmarks/grades_fixture.py's
+# rows, in files of their own: h100_regrades_PUZZLE_DATE.json), each at the tier it is expected to read.
+REGRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_regrades_*.json"))
 # Shipped styles with no such grade yet, owed to the GPU: this set only shrinks.
 REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
     "puzzle1": ["reference", "compiled_fp8_gemv", "compiled_kernels_graphed_by_hand"],
@@ -381,9 +384,11 @@ REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
 
 
 def test_every_shipped_style_was_graded_on_its_card_since_every_timed_call_counts_but_those_owed():
-    since = {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES
+    since = {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES + REGRADE_FIXTURES
              if path.stem.rsplit("_", 1)[1] >= EVERY_CALL_CHECKED_SINCE and card_of(path) in ("h100", "h200x2")
              for g in json.loads(path.read_text())}
+    regrades = [g for path in REGRADE_FIXTURES for g in json.loads(path.read_text())]
+    assert [reached(g) for g in regrades] == [expected_tier(g) for g in regrades]
     styles = {(p.id, w) for p in all_puzzles().values() if p.hardware.device == "cuda"
               for w in ["reference", *(f"alternatives/{name}" for name in p.alternatives)]}
     assert styles - since == REGRADES_OWED
