@@ -32,6 +32,8 @@ TELLS = {
     "inter_sm_traffic": ["split-k", "partial sums", "partial products", "exchange", "cross-cta", "across sms"],
     "recompilation": ["recompil", "compiles again", "re-trace", "retrac", "guard", "recompile_limit",
                       "cache_size_limit", "falls back to eager", "runs eagerly"],
+    "tensor_cores_idle": ["tensor core", "tf32", "bf16", "fp32", "precision", "fma pipe", "cuda cores", "simt",
+                          "float32"],
     "memory_fragmentation": ["fragment", "empty_cache", "caching allocator", "cudafree", "cudamalloc", "segment",
                              "hands back", "gives back", "reserved"],
 }
