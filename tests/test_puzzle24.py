@@ -24,6 +24,15 @@ def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
     assert PUZZLE.draft and "puzzle24" not in all_puzzles()
 
 
+@pytest.fixture(autouse=True)
+def tf32_as_it_was():
+    """The reference allows TF32 for the process it runs in: put it back after each test, or the next one's
+    baseline (here, or another module's in this test process) would run in TF32 too."""
+    was = torch.backends.cuda.matmul.allow_tf32
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = was
+
+
 @pytest.fixture(scope="module")
 def scene():
     spec = puzzle_file(PUZZLE, "spec.py")
@@ -80,17 +89,9 @@ def test_the_floor_is_the_towers_multiply_adds():
     assert spec.least_work(50 * 2**20)["flops"] == 2 * 8192 * (4096 * 4096 * 2 + 4096 * 1024)
 
 
-@pytest.fixture
-def tf32_as_it_was():
-    """The reference allows TF32 for this process: put it back, or the next test's baseline would use it too."""
-    was = torch.backends.cuda.matmul.allow_tf32
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = was
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("workload", HONEST + CHEATS)
-def test_every_style_against_the_baseline_on_the_gpu_at_the_scenes_sizes(workload, tf32_as_it_was):
+def test_every_style_against_the_baseline_on_the_gpu_at_the_scenes_sizes(workload):
     """The tolerance, set from the CPU, against what the GPU's kernels make of the real scene: the honest styles
     inside it with room to spare, the cheats outside."""
     spec = puzzle_file(PUZZLE, "spec.py")
@@ -102,3 +103,14 @@ def test_every_style_against_the_baseline_on_the_gpu_at_the_scenes_sizes(workloa
     print(workload, f"relative L2 against the baseline {rel:.2e}")
     limit = PUZZLE.correctness.max_rel_l2
     assert rel < limit / 2 if workload in HONEST else rel > 2 * limit
+
+
+def test_its_sweep_measures_every_workload_against_the_baseline():
+    """sweeps/precisions.py, the measurement owed on the H100, run in-process at a CPU's sizes: every workload it
+    lists exists, runs, and reports its error against the baseline's scores (none for the baseline)."""
+    sweep = puzzle_file(PUZZLE, "sweeps/precisions.py")
+    sizes = {"BATCH": 16, "FEATURES": 128, "HIDDEN": 128, "SCORES": 32}
+    figures = {w: sweep.measure(w, 1, "cpu", sizes) for w in sweep.WORKLOADS}
+    assert set(figures) >= {"baseline.py", *HONEST, "cheats/fp8_round_trip.py"}
+    assert figures["baseline.py"]["rel_l2"] == 0 and figures["cheats/fp8_round_trip.py"]["rel_l2"] > 0.02
+    assert all(f["ms_a_call"] > 0 and f["tflops"] > 0 for f in figures.values())
