@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from tutor.catalog import Puzzle
 from tutor.grading.verdict import Criterion
+from tutor.harness.process_memory import ALONE as NVML  # torch-free, as a grader must be
 
 MB = 2**20
 QUICK = True  # its criterion reads only what a quick check's run reports: watch mode applies it too
@@ -27,8 +28,6 @@ RULE = ("Memory budget", "your workload may hold no more GPU memory than the bas
         "holds whatever its workload (its CUDA context, the harness's inputs). A workload that resets the "
         "allocator's peak statistics is refused.")
 
-
-NVML = "this process (NVML)"  # tutor.harness.allocator_peak.ALONE (that module imports torch; a grader does not)
 
 
 def held(peak: dict, with_outside: bool) -> int:

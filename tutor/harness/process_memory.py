@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from tutor.harness.gpu_busy import Nvml, NvmlUnavailable
 
+# How a count of one process alone is named where it is reported (allocator_peak) and judged (graders/puzzle23.py).
+ALONE = "this process (NVML)"
+
 
 def nvml_counts(uuid: str | None = None):
     """A reader of {pid: bytes} on the GPU of that uuid (as CUDA names it), else NVML's first; None where NVML is
