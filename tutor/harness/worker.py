@@ -126,6 +126,7 @@ class Worker:
         self.side: SideWork | None = None
         self.pool_by_round: list[float] = []
         self.warm: list = []
+        self._warm_bytes = 0  # what the warm-up's inputs hold, kept to the end beside every round's
         self.kept: dict[str, list[call_checks.Kept]] = {}  # each workload's outputs of its last round
         self.prepared_bytes = 0
         self._shared = None
@@ -161,6 +162,7 @@ class Worker:
             self.peak.start()
         if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
             self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
+            self._warm_bytes = shards.tensor_bytes(self.warm)
             self._harness_holds()
         # The coordinator reads how busy this GPU is during each replay (tutor.harness.gpu_busy): which GPU.
         return {"warm_inputs": len(self.warm), "gpu_uuid": self.device.uuid(), "memory_budget": self.peak is not None}
@@ -313,8 +315,7 @@ class Worker:
                     self.guard.note(hidden)
             if self.shard_bytes:  # a rank keeps its shard and its buffers, no other rank's weights
                 import torch.distributed as dist
-                warm = shards.tensor_bytes(self.warm)
-                kept = sum(self.resident.values()) + result["growth_bytes"] - warm
+                kept = sum(self.resident.values()) + result["growth_bytes"] - self._warm_bytes
                 over = shards.over_shard(dist.get_rank(), kept, self.shard_bytes, self.spec.RANK_SLACK_BYTES)
                 if over:
                     self.guard.note(over)
@@ -351,7 +352,7 @@ class Worker:
     def _harness_holds(self, inputs=()) -> None:
         """For a memory budget: the harness's inputs alive now, the warm-up's and these (AllocatorPeak)."""
         if self.peak:
-            self.peak.harness_holds(shards.tensor_bytes(self.warm) + shards.tensor_bytes(list(inputs)))
+            self.peak.harness_holds(self._warm_bytes + shards.tensor_bytes(list(inputs)))
 
     def _master_weights(self):
         """One set of weights per process; each workload gets its own copy of it. With ranks, this rank's shard
