@@ -109,6 +109,28 @@ def relative_l2(got, expected) -> float:
     return (torch.linalg.vector_norm(got - expected) / torch.linalg.vector_norm(expected)).item()
 
 
+def reached(grade: dict, bars: float = 1.0) -> str:
+    """The tier a recorded grade (benchmarks/grades_fixture.py's rows) reads under today's bars, each multiplied by
+    `bars`; a serving grade's from its replay pairs, as tutor.grading.serving reads them."""
+    import dataclasses
+
+    from tutor.catalog import get_puzzle
+    from tutor.grading.performance import tier_reached
+    from tutor.grading.serving import puzzle_serving_tier, serving_estimates
+    from tutor.stats import Estimate
+
+    puzzle = get_puzzle(grade["puzzle"], drafts=True)
+    if bars != 1.0:
+        puzzle = dataclasses.replace(puzzle, tiers=[dataclasses.replace(t, min_speedup=t.min_speedup * bars)
+                                                    for t in puzzle.tiers])
+    if not grade["rules_passed"]:
+        return ""
+    if "serving_pairs" in grade:
+        return puzzle_serving_tier(puzzle, serving_estimates([tuple(pair) for pair in grade["serving_pairs"]]))
+    speedups = {clock: {vs: Estimate(**e) for vs, e in by_vs.items()} for clock, by_vs in grade["speedups"].items()}
+    return tier_reached(puzzle, speedups)
+
+
 def ncu_learner_profiles(baseline_csv: Path, mine_csv: Path, mine_code: str = "graded"):
     """A learner's newest Nsight Compute profiles of the baseline and of their workload, from recorded
     ncu exports; `mine_code` is the code their profile of mine ran ("graded": the code being graded)."""

@@ -6,19 +6,19 @@ back to bf16 weights: fast enough for a tier, and still rejected.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from conftest import reached
 from graders import puzzle1 as puzzle1_rules
 from tutor import actions
 from tutor.catalog import NO_TIER, all_puzzles, get_puzzle
 from tutor.grading.puzzle_checks import puzzle_criteria
 from tutor.grading.performance import check_correctness, tier_reached
-from tutor.grading.serving import puzzle_serving_tier, serving_estimates
+from tutor.grading.serving import serving_estimates
 from tutor.stats import Estimate
 
 MB = 2**20
@@ -148,21 +148,6 @@ def expected_tier(grade: dict) -> str:
         return "gold"
     expected = puzzle.alternatives[grade["which"].split("/", 1)[1]]
     return "" if expected == NO_TIER else expected  # honest, and no faster: it must earn no tier
-
-
-def reached(grade: dict, bars: float = 1.0) -> str:
-    """The tier a recorded grade reads under today's bars (each multiplied by `bars`); a serving grade's from its
-    replay pairs, as tutor.grading.serving reads them."""
-    puzzle = get_puzzle(grade["puzzle"], drafts=True)
-    if bars != 1.0:
-        puzzle = dataclasses.replace(puzzle, tiers=[dataclasses.replace(t, min_speedup=t.min_speedup * bars)
-                                                    for t in puzzle.tiers])
-    if not grade["rules_passed"]:
-        return ""
-    if "serving_pairs" in grade:
-        return puzzle_serving_tier(puzzle, serving_estimates([tuple(pair) for pair in grade["serving_pairs"]]))
-    speedups = {clock: {vs: Estimate(**e) for vs, e in by_vs.items()} for clock, by_vs in grade["speedups"].items()}
-    return tier_reached(puzzle, speedups)
 
 
 def tiers_read_as_then(grades: list[dict]) -> dict[str, set[str]]:

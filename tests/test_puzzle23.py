@@ -8,18 +8,15 @@ memory budget's figure and judge are tests/test_allocator_peak.py's; the allocat
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import puzzle_file, reached, relative_l2
 from tutor.catalog import all_puzzles, get_puzzle
-from tutor.grading.performance import tier_reached
 from tutor.runner import run_harness
-from tutor.stats import Estimate
 
 PUZZLE = get_puzzle("puzzle23", drafts=True)
 # The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
@@ -33,14 +30,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
     assert PUZZLE.draft and "puzzle23" not in all_puzzles()
-
-
-def tier_read(grade: dict, bars: float) -> str:
-    """The tier a recorded grade reads under puzzle.toml's bars, each multiplied by `bars`."""
-    puzzle = dataclasses.replace(PUZZLE, tiers=[dataclasses.replace(t, min_speedup=t.min_speedup * bars)
-                                                for t in PUZZLE.tiers])
-    return tier_reached(puzzle, {clock: {vs: Estimate(**e) for vs, e in by_vs.items()}
-                                 for clock, by_vs in grade["speedups"].items()})
 
 
 def test_the_h200s_grades_read_the_proposed_tiers_with_every_bar_10_percent_higher_or_lower():
@@ -57,7 +46,7 @@ def test_the_h200s_grades_read_the_proposed_tiers_with_every_bar_10_percent_high
         which = grade["which"].removeprefix("alternatives/")
         expected = {"baseline": "", "reference": "gold"}[which] if which in ("baseline", "reference") \
             else PUZZLE.alternatives[which]
-        assert [tier_read(grade, bars) for bars in (0.9, 1.0, 1.1)] == [expected] * 3, grade
+        assert [reached(grade, bars) for bars in (0.9, 1.0, 1.1)] == [expected] * 3, grade
 
 
 def test_the_h200_refused_every_cheat_twice():
