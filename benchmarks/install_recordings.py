@@ -5,7 +5,7 @@
 RESULTS is a device call's unpacked results (a folder per puzzle, as `measure_draft.py PUZZLE OUT/PUZZLE` writes
 them). For each puzzle: the baseline's torch metrics and trace and, for a kernel puzzle, its Nsight Compute
 export go to the puzzle's recordings/; the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
-(conftest.reference_ncu prefers it to an H200's). recorded_on.txt, which names another card, is removed: the
+(conftest.reference_ncu prefers it to an H200's; h200_PUZZLE_... where --card names an H200). recorded_on.txt, which names another card, is removed: the
 recordings are the H100's now, as study mode says by default. Pass --card to name another card instead.
 Prints what it copied; then run the puzzle's tests, whose figures may move with the card.
 """
@@ -31,7 +31,9 @@ def install(results: Path, puzzle: str, card: str | None, root: Path = ROOT) -> 
             shutil.copy2(found / name, recordings / name)
             done.append(f"{puzzle}/recordings/{name}")
     if (found / "h100_reference_ncu.csv").is_file():
-        fixture = root / "tests" / "fixtures" / f"h100_{puzzle}_reference_ncu.csv"
+        # measure_draft.py names its files h100_ on any card; the fixture says which card it is (conftest.reference_ncu).
+        card_prefix = "h200" if card and "H200" in card else "h100"
+        fixture = root / "tests" / "fixtures" / f"{card_prefix}_{puzzle}_reference_ncu.csv"
         shutil.copy2(found / "h100_reference_ncu.csv", fixture)
         done.append(f"tests/fixtures/{fixture.name}")
     named = recordings / "recorded_on.txt"

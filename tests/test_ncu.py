@@ -137,3 +137,17 @@ def test_contended_atomics_saturate_one_l2_slice_while_the_average_idles():
     assert baseline["ncu.l2_atomic_busy_pct"] == pytest.approx(1.037463)
     assert reference["ncu.l2_atomic_busiest_pct"] == pytest.approx(13.622511)
     assert baseline["ncu.dram_throughput_pct"] < 1 < 50 < reference["ncu.dram_throughput_pct"]
+
+
+def test_the_pipes_say_whether_matrix_products_ran_on_the_tensor_cores():
+    """puzzle24's tower under Nsight Compute on an H200 (benchmarks/measure_draft.py): in fp32 cuBLAS's kernel
+    keeps its SMs' FMA pipe busy 79% of their active cycles and the tensor pipe idle; with TF32 allowed the
+    tensor pipe is busy 83% and the FMA pipe 3%. The SMs' throughput alone (86% and 75%) does not tell them apart."""
+    fp32 = ncu.extract(recording("puzzle24", "ncu.csv"))
+    tf32 = ncu.extract(FIXTURES / "h200_puzzle24_tf32_matmul_ncu.csv")
+    assert fp32.kernels[0]["name"].startswith("sm80_xmma_gemm_f32f32_f32f32") and "tf32" in tf32.kernels[0]["name"]
+    assert fp32.values["ncu.fma_pipe_pct"] == pytest.approx(78.92938)
+    assert fp32.values["ncu.tensor_pipe_pct"] < 0.01 < 80 < tf32.values["ncu.tensor_pipe_pct"]
+    assert tf32.values["ncu.fma_pipe_pct"] < 5
+    assert min(fp32.values["ncu.sm_throughput_pct"], tf32.values["ncu.sm_throughput_pct"]) > 70
+    assert describe("ncu.tensor_pipe_pct") and describe("ncu.fma_pipe_pct")

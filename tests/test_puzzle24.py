@@ -1,36 +1,68 @@
-"""puzzle24, The scorer at a tenth of the card (a draft: issue 38's tensor_cores_idle), as far as the CPU can check
-it: every honest style's scores land within the tolerance of the baseline's fp32 at a CPU's sizes, with room to
-spare; fewer bits than that (fp8 operands) or less work (low-rank weights) miss by several times it; the harness
-serves the scene end to end. How fast each runs is the H100's to measure (MEASUREMENTS.md lists what is owed).
+"""puzzle24, The scorer at a tenth of the card (a draft: issue 38's tensor_cores_idle): every honest style's scores
+land within the tolerance of the baseline's fp32 at a CPU's sizes, with room to spare; fewer bits than that (fp8
+operands) or less work (low-rank weights) miss by several times it; the harness serves the scene end to end; one
+H200's grades, kept as fixtures, read the tiers puzzle.toml sets. The H100's grades are owed (MEASUREMENTS.md).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import puzzle_file, reached, relative_l2
 from tutor.catalog import all_puzzles, get_puzzle
 from tutor.runner import run_harness
 
 PUZZLE = get_puzzle("puzzle24", drafts=True)
 # The tower at a CPU's sizes: sums half the scene's length (bf16's error grows with it; the GPU test has the full one).
 SMALL = {"BATCH": 64, "FEATURES": 2048, "HIDDEN": 2048, "SCORES": 256}
-HONEST = ["solution/workload.py", "alternatives/bf16_weights.py", "alternatives/autocast_bf16.py"]
+HONEST = ["solution/workload.py", "alternatives/tf32_matmul.py", "alternatives/autocast_bf16.py",
+          "alternatives/matmul_precision_medium.py"]
 CHEATS = ["cheats/fp8_round_trip.py", "cheats/low_rank.py"]
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
+def test_the_puzzle_is_a_draft_until_the_h100_grades_it():
     assert PUZZLE.draft and "puzzle24" not in all_puzzles()
 
 
+def test_the_h200s_grades_read_the_tiers_with_every_bar_10_percent_higher_or_lower():
+    """Five grades of each honest style on one H200 (`benchmarks/measure_draft.py puzzle24 ...`, three device calls):
+    TF32, asked for either way, silver (5.8x); bf16 operands gold, cast every call under autocast (8.4x) or the
+    weights once (12.9x); each with every bar 10% either way."""
+    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle24_2026-11-28.json").read_text())
+    counts = {w: sum(g["which"] == w for g in grades) for w in {g["which"] for g in grades}}
+    assert counts == {"reference": 5, **{f"alternatives/{name}": 5 for name in PUZZLE.alternatives}}
+    for grade in grades:
+        which = grade["which"].removeprefix("alternatives/")
+        expected = "gold" if which == "reference" else PUZZLE.alternatives[which]
+        assert [reached(grade, bars) for bars in (0.9, 1.0, 1.1)] == [expected] * 3, grade
+
+
+def test_the_h200_refused_every_cheat_three_times():
+    """`benchmarks/grade_cheats.py puzzle24 --runs 3` on one H200: fp8 operands (5.4x) and low-rank weights (3.7x)
+    refused at correctness, the workload that blanks the calls it takes for unchecked (26x) at correctness and by
+    the physical floor."""
+    grades = json.loads((FIXTURES / "draft_h200_cheats_puzzle24_2026-11-28.json").read_text())["grades"]
+    refusals = {"cheats/fp8_round_trip": {"correctness"}, "cheats/low_rank": {"correctness"},
+                "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
+    assert sorted(g["which"] for g in grades) == sorted(w for w in refusals for _ in range(3))
+    assert {f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")} == set(refusals)
+    for grade in grades:
+        assert grade["tier"] == "" and {r.split(":")[0] for r in grade["refused_by"]} == refusals[grade["which"]], grade
+
+
 @pytest.fixture(autouse=True)
-def tf32_as_it_was():
-    """The reference allows TF32 for the process it runs in: put it back after each test, or the next one's
-    baseline (here, or another module's in this test process) would run in TF32 too."""
-    was = torch.backends.cuda.matmul.allow_tf32
+def matmul_precision_as_it_was():
+    """Two alternatives lower the fp32 matrix products' precision for the process they run in: put it back after
+    each test, or the next one's baseline (here, or another module's in this test process) would run so too."""
+    tf32, precision = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
     yield
-    torch.backends.cuda.matmul.allow_tf32 = was
+    torch.set_float32_matmul_precision(precision)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 @pytest.fixture(scope="module")

@@ -126,6 +126,8 @@ def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tm
     assert not (recordings / "recorded_on.txt").exists() and len(done) == 5
     installer.install(results, "puzzle11", "an A100 (80 GB)", root)
     assert (recordings / "recorded_on.txt").read_text() == "an A100 (80 GB)\n"
+    installer.install(results, "puzzle11", "an H200 (141 GB HBM3e)", root)  # its fixture named for its card
+    assert (root / "tests" / "fixtures" / "h200_puzzle11_reference_ncu.csv").is_file()
     with pytest.raises(SystemExit, match="no h100_baseline_metrics.json"):
         installer.install(results, "puzzle12", None, root)
 

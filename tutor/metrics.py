@@ -107,6 +107,8 @@ METRIC_DOCS: dict[str, str] = {
     "ncu.threads_per_instruction": "top kernel: threads active per warp instruction; 32 unless branches split warps",
     "ncu.l2_atomic_busy_pct": "top kernel: how busy L2's atomic units were, % of peak, averaged over L2's slices",
     "ncu.l2_atomic_busiest_pct": "top kernel: how busy the busiest L2 slice's atomic unit was, % of peak",
+    "ncu.tensor_pipe_pct": "top kernel: cycles its tensor pipe (the matrix units) was busy, % of the SMs' active cycles",
+    "ncu.fma_pipe_pct": "top kernel: cycles its FMA pipe (fp32 multiply-adds on the CUDA cores) was busy, % of the SMs' active cycles",
     "ncu.shared_load_bank_conflicts": "top kernel: extra shared-memory wavefronts its loads took because of bank conflicts",
     "ncu.shared_load_wavefronts": "top kernel: shared-memory wavefronts its loads took (one per conflict-free warp load)",
     "ncu.shared_load_instructions": "top kernel: warp-level shared-memory load instructions executed",

@@ -73,6 +73,11 @@ METRICS = {
     # (puzzle10's baseline on the H100: 83% against 1%).
     "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed": "l2_atomic_busy_pct",
     "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed": "l2_atomic_busiest_pct",
+    # Which of the SM's pipes did the work (ComputeWorkloadAnalysis), as a share of the cycles the SMs were active:
+    # matrix products on fp32 operands run on the FMA pipe while the tensor pipe idles (puzzle24's baseline on
+    # an H200: FMA 79%, tensor 0.0003%; TF32 allowed, 3% and 83%).
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "tensor_pipe_pct",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": "fma_pipe_pct",
     # Shared loads (EXTRA_METRICS): the wavefronts they took and how many of those bank conflicts added.
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared_load_bank_conflicts",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared_load_wavefronts",
