@@ -36,6 +36,8 @@ TELLS = {
                           "float32"],
     "memory_fragmentation": ["fragment", "empty_cache", "caching allocator", "cudafree", "cudamalloc", "segment",
                              "hands back", "gives back", "reserved"],
+    "pipeline_bubbles": ["bubble", "micro-batch", "microbatch", "one after the other", "waits for the other",
+                         "idle while", "spin", "overlap"],
 }
 # Sentences the stories once held (issue 38 quotes them): each gives its class away.
 ONCE = {

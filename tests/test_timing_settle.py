@@ -52,3 +52,20 @@ def test_a_tail_past_the_clock_is_charged_whatever_its_share_of_the_call():
     mine = WorkloadClock(held=True, hold_ms=0.2, gpu_ms=[0.50] * 15, host_ms=[0.03] * 15, after_ms=[0.085] * 15)
     assert settle({"mine": mine}) == ["mine"]
     assert gpu(mine) == [0.50 + 0.085] * 15
+
+
+def test_the_verdict_names_a_charge_only_where_a_gpu_clock_took_it():
+    """A charge moves the GPU clock alone. Several ranks report none (an NCCL kernel's time includes its wait for
+    the other rank), so a charge there changed nothing: the verdict does not name it (2 x H200, puzzle25: both
+    sides' NCCL streams set it off in every grade)."""
+    from tutor.catalog import get_puzzle
+    from tutor.grading.performance import check_performance
+
+    puzzle = get_puzzle("puzzle19")
+    calls = {"baseline": [2.0, 2.1, 2.0, 2.05], "mine": [1.0, 1.05, 1.0, 1.02]}
+    missed = "GPU work ran after the timed stream had finished"
+    ranks = check_performance(puzzle, Measured(calls, {}, host_timed=["baseline", "mine"]))[0]
+    assert not any(missed in d for d in ranks.details)
+    one_gpu = check_performance(puzzle, Measured(calls, calls, host_timed=["mine"]))[0]
+    assert [d for d in one_gpu.details if missed in d] == [f"mine: {missed} (a side stream not joined back?) and "
+                                                          "was counted in full"]

@@ -1,0 +1,126 @@
+"""Puzzle 25 on two CUDA GPUs: a call's time against the number of micro-batches the batch is cut into.
+
+    PYTHONPATH=. python challenges/puzzle25/sweeps/microbatches.py [--counts 1 2 4 8 16 32] [--calls 20] [--profile]
+        [--json OUT]
+
+The reference (solution/workload.py) with its MICROBATCHES set to each count in turn, one rank a GPU as a grade
+runs them (tutor.harness.ranks), the ranks lined up before each call; a call's time is its slowest rank's,
+median over --calls after warm-up. One micro-batch is the baseline's schedule; more shrink the ends of the pipeline
+(each GPU idles for one micro-batch's stage) and the matmuls alike. Printed per count: ms a call, the speed-up
+over one micro-batch, two stages' ideal speed-up with M micro-batches (2M / (M + 1): the ends alone, the
+matmuls as fast as whole ones), and the relative L2 against the baseline's output. With --profile, each rank's GPU time a call by kind of kernel (matmuls, NCCL's, the rest:
+torch.profiler over 3 calls after the timed ones): whether the micro-batches' matmuls run slower than whole ones.
+`--device cpu` runs it on two gloo ranks at a CPU's sizes: a check of the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+FOLDER = Path(__file__).parents[1]
+CPU_SIZES = {"TOKENS": 64, "HIDDEN": 128, "FFN": 256}
+
+
+def in_rank(rank: int, world: int, message: dict) -> dict:
+    """In a rank: each count's times and its error against the baseline's output."""
+    import torch
+    import torch.distributed as dist
+
+    from tutor.harness.loading import load_module
+
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    spec = load_module(FOLDER / "spec.py", "p25_spec", ())
+    for name, value in (CPU_SIZES if device == "cpu" else {}).items():
+        setattr(spec, name, value)
+    weights = spec.shard(spec.make_weights(0, device), rank, world)
+    x = spec.make_input(0, device)
+    baseline = load_module(FOLDER / "baseline.py", "p25_baseline", ())
+    expected = baseline.forward(baseline.prepare(weights, device), x).float()
+    reference = load_module(FOLDER / "solution" / "workload.py", "p25_reference", ())
+    layers = reference.prepare(weights, device)
+    figures = []
+    for count in message["counts"]:
+        reference.MICROBATCHES = count
+        times = []
+        for n in range(message["calls"] + 3):
+            dist.barrier()
+            if device == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = reference.forward(layers, x)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            if n >= 3:  # warm-up: NCCL's connections, cuBLAS's choices for the micro-batches' shapes
+                times.append((time.perf_counter() - t0) * 1e3)
+        error = float((out.float() - expected).norm() / expected.norm())
+        figures.append({"times_ms": times, "rel_l2": error,
+                        **({"kernel_ms": kernel_ms(reference, layers, x)} if message["profile"] else {})})
+    return {"figures": figures}
+
+
+def kind_of(kernel: str) -> str:
+    name = kernel.lower()
+    if "nccl" in name:
+        return "nccl"
+    return "matmul" if any(k in name for k in ("gemm", "nvjet", "xmma", "cutlass")) else "other"
+
+
+def kernel_ms(reference, layers, x, calls: int = 3) -> dict:
+    """GPU time a call by kind of kernel, in this rank."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA if x.is_cuda else ProfilerActivity.CPU]) as prof:
+        for _ in range(calls):
+            reference.forward(layers, x)
+        if x.is_cuda:
+            torch.cuda.synchronize()
+    totals = {"matmul": 0.0, "nccl": 0.0, "other": 0.0}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            totals[kind_of(event.name)] += event.device_time / 1e3 / calls
+    return totals
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--counts", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32])
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    from tutor.harness import ranks
+
+    group = ranks.start(2, in_rank, "nccl" if args.device == "cuda" else "gloo")
+    try:
+        replies = group.ask("sweep", limit_s=540, counts=args.counts, calls=args.calls, profile=args.profile)
+    finally:
+        group.stop()
+    rows = {}
+    for n, count in enumerate(args.counts):
+        ranks_figures = [r["figures"][n] for r in replies]
+        # A call lasts until its slowest rank is done: the maximum over ranks, call by call.
+        slowest = [max(f["times_ms"][i] for f in ranks_figures) for i in range(args.calls)]
+        rows[count] = {"ms_a_call": statistics.median(slowest), "rel_l2": max(f["rel_l2"] for f in ranks_figures),
+                       **({"kernel_ms_by_rank": [f["kernel_ms"] for f in ranks_figures]} if args.profile else {})}
+    one = rows[args.counts[0]]["ms_a_call"]
+    for count, row in rows.items():
+        row["speedup"] = one / row["ms_a_call"]
+        row["two_stage_ideal"] = 2 * count / (count + 1)
+        print(f"{count:3d} micro-batches  {row['ms_a_call']:8.3f} ms a call  {row['speedup']:5.2f}x "
+              f"(two stages' ideal {row['two_stage_ideal']:4.2f}x)  relative L2 {row['rel_l2']:.2e}")
+        for rank, kinds in enumerate(row.get("kernel_ms_by_rank", [])):
+            print(f"      rank {rank} GPU ms a call: " + "  ".join(f"{k} {v:.3f}" for k, v in kinds.items()))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
