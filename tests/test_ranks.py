@@ -176,20 +176,27 @@ def test_a_rank_that_fails_is_named_in_the_grade(make_request, tmp_path):
 
 
 def test_a_multi_gpu_workload_is_profiled_as_ranks_rank_0s_trace_the_profiles(make_request, tmp_path):
-    """Profiled as it is graded, a process a rank in step: rank 0's PyTorch-profiler trace is the profile's,
-    the other rank's lies beside it, and both saw the all-reduce."""
+    """Profiled as it is graded, a process a rank in step (tutor.profilers.capture): rank 0's PyTorch-profiler trace
+    is the profile's, the other rank's lies beside it, both saw the all-reduce, and the other rank's figures join
+    the profile's as rank1.<metric>."""
     import json
+    import types
 
-    from tutor.runner import run_harness
+    from tutor.metrics import describe
+    from tutor.profilers.capture import torch_profile
 
     request = ranked_request(make_request, ALL_REDUCING, mode="profile")
-    trace = tmp_path / "trace.json"
-    request.update(prepare=["mine"], profile={"workload": "mine", "iterations": 2, "trace_path": str(trace)})
-    result = run_harness(request, tmp_path / "run", 180, on_event=lambda event: None).result
-    assert result["trace_path"] == str(trace) and result["workload"] == "mine"
-    for path in (trace, tmp_path / "trace.rank1.json"):
+    request.update(prepare=["mine"], profile={"workload": "mine", "iterations": 2})
+    run_dir = tmp_path / "run"
+    puzzle = types.SimpleNamespace(timing=types.SimpleNamespace(timeout_s=180))
+    metrics, trace = torch_profile(request, run_dir, puzzle, lambda event: None, None)
+    assert trace == run_dir / "trace.json"
+    for path in (trace, run_dir / "trace.rank1.json"):
         names = {event.get("name", "") for event in json.loads(path.read_text())["traceEvents"]}
         assert any("all_reduce" in name or "allreduce" in name for name in names), sorted(names)[:20]
+    theirs = {k.removeprefix("rank1."): v for k, v in metrics.values.items() if k.startswith("rank1.")}
+    assert set(theirs) == set(metrics.values) - {"iterations"} - set(f"rank1.{k}" for k in theirs)
+    assert theirs["cpu.ops_per_iter"] > 0 and describe("rank1.cpu.ops_per_iter").startswith("rank 1: ")
 
 
 def test_other_modes_of_a_multi_gpu_workload_say_they_are_not_built(make_request, tmp_path):

@@ -172,6 +172,9 @@ def describe(name: str) -> str:
     if name in METRIC_DOCS:
         return METRIC_DOCS[name]
     parts = name.split(".")
+    if parts[0].startswith("rank") and parts[0].removeprefix("rank").isdigit() and len(parts) > 1:
+        mine = describe(".".join(parts[1:]))  # another rank's figure (tutor.profilers.capture): rank 0's meaning
+        return f"rank {parts[0].removeprefix('rank')}: {mine}" if mine else ""
     if len(parts) == 3 and parts[:2] == ["ncu", "stall"]:
         return METRIC_DOCS["ncu.stall.<reason>"].replace("<reason>", parts[2])
     if len(parts) == 3 and parts[0] == "allocator":

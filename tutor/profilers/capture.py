@@ -38,6 +38,11 @@ def torch_profile(request: dict, run_dir: Path, puzzle: Puzzle, on_event, regist
     values = metrics.values
     if values.get("comm.link_peak_gbps") and "comm.bus_gbps" in values:
         values["comm.link_peak_share"] = values["comm.bus_gbps"] / values["comm.link_peak_gbps"]
+    # The other ranks' traces lie beside rank 0's (tutor.harness.ranks): their figures as rankN.<metric>, so a
+    # diagnosis can cite what only another GPU shows (the stage, or the experts, that keep it busy while rank 0 waits).
+    for other in sorted(run_dir.glob("trace.rank*.json")):
+        rank = other.name.removeprefix("trace.rank").removesuffix(".json")
+        values.update({f"rank{rank}.{k}": v for k, v in extract(other).values.items() if k != "iterations"})
     return metrics, trace_path
 
 
