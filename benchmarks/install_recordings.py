@@ -5,8 +5,9 @@
 RESULTS is a device call's unpacked results (a folder per puzzle, as `measure_draft.py PUZZLE OUT/PUZZLE` writes
 them). For each puzzle: the baseline's torch metrics and trace and, for a kernel puzzle, its Nsight Compute
 export go to the puzzle's recordings/; the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
-(conftest.reference_ncu prefers it to an H200's; h200_PUZZLE_... where --card names an H200). recorded_on.txt, which names another card, is removed: the
-recordings are the H100's now, as study mode says by default. Pass --card to name another card instead.
+(conftest.reference_ncu prefers it to an H200's; h200_PUZZLE_... where --card names an H200). recorded_on.txt,
+which names another card, is removed: the recordings are the H100's now, as study mode says by default. Pass
+--card to name another card instead.
 Prints what it copied; then run the puzzle's tests, whose figures may move with the card.
 """
 
