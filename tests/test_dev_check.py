@@ -98,3 +98,16 @@ def test_a_serving_puzzle_whose_spec_states_no_least_flops_is_told_to(tmp_path):
     assert floor.status == "failed" and "no least_flops(lengths)" in floor.detail
     [ok] = [c for c in static_checks(get_puzzle("puzzle18")) if c.name == "floor"]
     assert ok.status == "ok" and "TFLOP for a trace of 512 requests" in ok.detail
+
+
+def test_a_multi_gpu_spec_that_reads_a_tensors_value_is_a_finding_not_a_crash(tmp_path):
+    """The shards check makes the weights on fake tensors (nothing allocated), where no tensor has a value to read:
+    a spec that draws from one is told so, and how to draw instead, as a failed check."""
+    folder = tmp_path / "puzzle19"
+    shutil.copytree(get_puzzle("puzzle19").folder, folder)
+    spec = folder / "spec.py"
+    line = "    layers = []\n"
+    assert line in spec.read_text()
+    spec.write_text(spec.read_text().replace(line, line + "    _ = int(torch.randint(2, (1,), generator=g))\n", 1))
+    [shards] = [c for c in static_checks(load_puzzle(folder)) if c.name == "shards"]
+    assert shards.status == "failed" and "Python's random" in shards.detail, shards.detail

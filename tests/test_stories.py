@@ -36,6 +36,7 @@ TELLS = {
                           "float32"],
     "memory_fragmentation": ["fragment", "empty_cache", "caching allocator", "cudafree", "cudamalloc", "segment",
                              "hands back", "gives back", "reserved"],
+    "load_imbalance": ["imbalance", "uneven", "unbalanced", "popular", "skew", "placement", "80%", "most of the tokens"],
     "pipeline_bubbles": ["bubble", "micro-batch", "microbatch", "one after the other", "waits for the other",
                          "idle while", "spin", "overlap"],
 }

@@ -110,8 +110,12 @@ def _shards(puzzle: Puzzle) -> Check:
     if not callable(getattr(spec, "shard", None)) or not isinstance(slack, int):
         return _failed("shards", "spec.py needs shard(weights, rank, world), what each rank is given, and "
                                  "RANK_SLACK_BYTES, the GPU memory a rank may keep past it")
-    with FakeTensorMode():
-        held = [tensor_bytes(spec.shard(spec.make_weights(1, "cpu"), rank, world)) for rank in range(world)]
+    try:
+        with FakeTensorMode():
+            held = [tensor_bytes(spec.shard(spec.make_weights(1, "cpu"), rank, world)) for rank in range(world)]
+    except Exception as e:  # the author's code: any failure is a finding, not a crash of the checker
+        return _failed("shards", f"spec.make_weights or spec.shard failed on fake tensors (no data to read: draw "
+                                 f"with Python's random, not from a tensor's values): {type(e).__name__}: {e}")
     if slack >= min(held):
         return _failed("shards", f"RANK_SLACK_BYTES ({mib(slack)}) is not less than a rank's shard "
                                  f"({mib(min(held))}): a rank could keep another rank's part unnamed")

@@ -8,8 +8,9 @@ runs them (tutor.harness.ranks), the ranks lined up before each call; a call's t
 median over --calls after warm-up. One micro-batch is the baseline's schedule; more shrink the ends of the pipeline
 (each GPU idles for one micro-batch's stage) and the matmuls alike. Printed per count: ms a call, the speed-up
 over one micro-batch, two stages' ideal speed-up with M micro-batches (2M / (M + 1): the ends alone, the
-matmuls as fast as whole ones), and the relative L2 against the baseline's output. With --profile, each rank's GPU time a call by kind of kernel (matmuls, NCCL's, the rest:
-torch.profiler over 3 calls after the timed ones): whether the micro-batches' matmuls run slower than whole ones.
+matmuls as fast as whole ones), and the relative L2 against the baseline's output. With --profile, each rank's
+GPU time a call by kind of kernel (matmuls, NCCL's, the rest: torch.profiler over 3 calls after the timed ones):
+whether the micro-batches' matmuls run slower than whole ones.
 `--device cpu` runs it on two gloo ranks at a CPU's sizes: a check of the script.
 """
 
@@ -17,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 FOLDER = Path(__file__).parents[1]
@@ -28,9 +27,9 @@ CPU_SIZES = {"TOKENS": 64, "HIDDEN": 128, "FFN": 256}
 
 def in_rank(rank: int, world: int, message: dict) -> dict:
     """In a rank: each count's times and its error against the baseline's output."""
-    import torch
     import torch.distributed as dist
 
+    from challenges.rank_sweeps import kernel_ms, timed_calls_ms
     from tutor.harness.loading import load_module
 
     device = "cuda" if dist.get_backend() == "nccl" else "cpu"
@@ -46,45 +45,13 @@ def in_rank(rank: int, world: int, message: dict) -> dict:
     figures = []
     for count in message["counts"]:
         reference.MICROBATCHES = count
-        times = []
-        for n in range(message["calls"] + 3):
-            dist.barrier()
-            if device == "cuda":
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            out = reference.forward(layers, x)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            if n >= 3:  # warm-up: NCCL's connections, cuBLAS's choices for the micro-batches' shapes
-                times.append((time.perf_counter() - t0) * 1e3)
+        call = lambda: reference.forward(layers, x)  # noqa: E731
+        times = timed_calls_ms(call, message["calls"])
+        out = call()
         error = float((out.float() - expected).norm() / expected.norm())
         figures.append({"times_ms": times, "rel_l2": error,
-                        **({"kernel_ms": kernel_ms(reference, layers, x)} if message["profile"] else {})})
+                        **({"kernel_ms": kernel_ms(call, device == "cuda")} if message["profile"] else {})})
     return {"figures": figures}
-
-
-def kind_of(kernel: str) -> str:
-    name = kernel.lower()
-    if "nccl" in name:
-        return "nccl"
-    return "matmul" if any(k in name for k in ("gemm", "nvjet", "xmma", "cutlass")) else "other"
-
-
-def kernel_ms(reference, layers, x, calls: int = 3) -> dict:
-    """GPU time a call by kind of kernel, in this rank."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA if x.is_cuda else ProfilerActivity.CPU]) as prof:
-        for _ in range(calls):
-            reference.forward(layers, x)
-        if x.is_cuda:
-            torch.cuda.synchronize()
-    totals = {"matmul": 0.0, "nccl": 0.0, "other": 0.0}
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            totals[kind_of(event.name)] += event.device_time / 1e3 / calls
-    return totals
 
 
 def main() -> int:
@@ -102,12 +69,13 @@ def main() -> int:
         replies = group.ask("sweep", limit_s=540, counts=args.counts, calls=args.calls, profile=args.profile)
     finally:
         group.stop()
+    from challenges.rank_sweeps import slowest_median_ms
+
     rows = {}
     for n, count in enumerate(args.counts):
         ranks_figures = [r["figures"][n] for r in replies]
-        # A call lasts until its slowest rank is done: the maximum over ranks, call by call.
-        slowest = [max(f["times_ms"][i] for f in ranks_figures) for i in range(args.calls)]
-        rows[count] = {"ms_a_call": statistics.median(slowest), "rel_l2": max(f["rel_l2"] for f in ranks_figures),
+        rows[count] = {"ms_a_call": slowest_median_ms([f["times_ms"] for f in ranks_figures]),
+                       "rel_l2": max(f["rel_l2"] for f in ranks_figures),
                        **({"kernel_ms_by_rank": [f["kernel_ms"] for f in ranks_figures]} if args.profile else {})}
     one = rows[args.counts[0]]["ms_a_call"]
     for count, row in rows.items():

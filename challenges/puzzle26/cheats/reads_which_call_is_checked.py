@@ -1,0 +1,43 @@
+"""Cheat, one checked call in a timed loop (issue 37): reads the harness's frames to tell which call it is in and,
+on both ranks alike, returns zeros on every call but the call clock's last (the warm call, the loop's others),
+the baseline's work on that one. Where only that last call were checked, the clock would time an allocation and read a
+speed-up far above gold. Must get: refused at correctness (every call of a round is checked, on every rank), and
+under the physical floor.
+"""
+
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+def prepare(weights: dict, device: str):
+    return weights
+
+
+def unchecked() -> bool:
+    """Whether the harness frames above say this is the warm call, the GPU clock's, or a loop call before its last."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        names = frame.f_locals
+        if frame.f_code.co_name in ("warm", "time_call_ms"):
+            return True
+        calls = names.get("calls")
+        if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def forward(w: dict, x: torch.Tensor) -> torch.Tensor:
+    if unchecked():
+        return torch.zeros_like(x)
+    logits = x.float() @ w["router"] + w["bias"]
+    gate, choice = logits.softmax(dim=1).max(dim=1)
+    out = torch.zeros_like(x)
+    for n, expert in enumerate(w["experts"]):
+        rows = (choice == w["first"] + n).nonzero().squeeze(1)
+        out[rows] = (gate[rows, None] * (F.gelu(x[rows] @ expert["w1"]) @ expert["w2"])).to(x.dtype)
+    dist.all_reduce(out)
+    return out
