@@ -131,6 +131,41 @@ def reached(grade: dict, bars: float = 1.0) -> str:
     return tier_reached(puzzle, speedups)
 
 
+def rank_group_check(puzzle, style: str, run_dir: Path, device: str = "cpu", spec: Path | None = None, checks: int = 1,
+                     warmup: int = 1, rounds: int = 2) -> dict:
+    """A multi-GPU puzzle's `style` checked against its baseline as a grade checks it, one process a rank (gloo on
+    the CPU, NCCL on GPUs), the puzzle's spec or `spec` (a CPU's sizes): the harness's result."""
+    from tutor.runner import run_harness
+
+    request = {"mode": "check", "device": device, "seed": 5, "spec": str(spec or puzzle.folder / "spec.py"),
+               "ranks": puzzle.hardware.gpus,
+               "workloads": {"baseline": str(puzzle.folder / "baseline.py"), "mine": str(puzzle.folder / style)},
+               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
+               "oracle": "baseline", "correctness": {"checks": checks}, "timing": {"warmup": warmup, "rounds": rounds}}
+    return run_harness(request, run_dir / style.replace("/", "_"), 300).result
+
+
+def assert_every_call_checked_on_each_rank(puzzle, sizes_line: str, small_line: str, tmp_path: Path) -> None:
+    """A multi-GPU puzzle graded as the GPUs grade it, on gloo ranks at a CPU's sizes (`small_line` for the spec's
+    `sizes_line`): the reference right on every check and every timed call of every rank; its cheat that blanks
+    the calls it takes for unchecked right on the checks, wrong on those calls."""
+    source = (puzzle.folder / "spec.py").read_text()
+    assert sizes_line in source
+    spec = tmp_path / "spec.py"
+    spec.write_text(source.replace(sizes_line, small_line))
+    errors = {}
+    for style in ("solution/workload.py", "cheats/reads_which_call_is_checked.py"):
+        result = rank_group_check(puzzle, style, tmp_path, spec=spec)
+        errors[style] = ([c.get("rel_l2", float("inf")) for c in result["checks"]],
+                         [c.get("rel_l2", float("inf")) for c in result["timed_checks"]])
+        assert not result["violations"], result["violations"]
+    print(errors)
+    checks, timed = errors["solution/workload.py"]
+    assert len(timed) >= 4 and max(checks + timed) <= puzzle.correctness.max_rel_l2
+    checks, timed = errors["cheats/reads_which_call_is_checked.py"]
+    assert max(checks) <= puzzle.correctness.max_rel_l2 < 0.5 < max(timed)
+
+
 def ncu_learner_profiles(baseline_csv: Path, mine_csv: Path, mine_code: str = "graded"):
     """A learner's newest Nsight Compute profiles of the baseline and of their workload, from recorded
     ncu exports; `mine_code` is the code their profile of mine ran ("graded": the code being graded)."""

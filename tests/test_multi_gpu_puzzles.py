@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file, relative_l2
+from conftest import puzzle_file, rank_group_check, relative_l2
 from tutor.catalog import get_puzzle
 
 # -- puzzle13: a tensor-parallel MLP that all-reduces one request at a time (two gloo ranks on the CPU) ------
@@ -186,9 +186,12 @@ def test_the_link_probe_reads_the_link_between_two_gpus():
 # Each multi-GPU puzzle's honest styles, and its cheats that gather the other rank's weights in prepare().
 HONEST = {"puzzle13": ["solution/workload.py", "alternatives/buckets.py", "alternatives/coalesced.py"],
           "puzzle16": ["solution/workload.py", "alternatives/batched_p2p.py", "alternatives/broadcast_both_ways.py"],
-          "puzzle19": ["solution/workload.py", "alternatives/two_chunks.py", "alternatives/graphed_step.py"]}
+          "puzzle19": ["solution/workload.py", "alternatives/two_chunks.py", "alternatives/graphed_step.py"],
+          "puzzle25": ["solution/workload.py", "alternatives/two_halves.py"],  # drafts
+          "puzzle26": ["solution/workload.py", "alternatives/snake_by_bias.py"]}
 GATHERING = {"puzzle13": "cheats/gathers_the_other_half.py", "puzzle16": "cheats/one_rank_runs_both_stages.py",
-             "puzzle19": "cheats/gathers_the_other_half.py"}
+             "puzzle19": "cheats/gathers_the_other_half.py", "puzzle25": "cheats/whole_model_on_each_rank.py",
+             "puzzle26": "cheats/every_expert_on_each_rank.py"}
 
 
 @pytest.mark.gpu
@@ -197,17 +200,11 @@ def test_gpu_each_rank_keeps_its_shard_alone_and_a_rank_that_gathers_the_others_
     """Through the grade's harness on two GPUs (NCCL), a few rounds each: every honest style keeps its shard and
     less than the spec's slack past it, on every rank, and passes every check; a cheat that gathers the other
     rank's weights is right but named at fair play for what it kept."""
-    from tutor.runner import run_harness
-
     if torch.cuda.device_count() < 2:
         pytest.skip("needs 2 GPUs")
-    puzzle = get_puzzle(puzzle_id)
+    puzzle = get_puzzle(puzzle_id, drafts=True)
     for style in [*HONEST[puzzle_id], GATHERING[puzzle_id]]:
-        request = {"mode": "check", "device": "cuda", "seed": 5, "spec": str(puzzle.folder / "spec.py"), "ranks": 2,
-                   "workloads": {"baseline": str(puzzle.folder / "baseline.py"), "mine": str(puzzle.folder / style)},
-                   "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-                   "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 2, "rounds": 3}}
-        result = run_harness(request, tmp_path / style.replace("/", "_"), 300).result
+        result = rank_group_check(puzzle, style, tmp_path, device="cuda", checks=2, warmup=2, rounds=3)
         kept = result["memory"]["rank_kept"]
         print(puzzle_id, style, [(k["rank"], round(k["kept_bytes"] / 2**20, 1), k["shard_bytes"] >> 20,
                                   k["slack_bytes"] >> 20) for k in kept], result["violations"])

@@ -2,8 +2,8 @@
 scene's traffic is skewed as designed, the four most popular experts on one GPU; on two gloo ranks at a CPU's
 sizes every style gives both ranks the baseline's output (a placement moves no token to another expert), and the
 placements even the ranks' work out; a cheat that swaps every expert so each rank holds all eight is right too (its
-memory is what refuses it on the GPUs); the harness serves the scene on two ranks and checks every call on each.
-How fast each runs is two GPUs' to measure (MEASUREMENTS.md lists what is owed).
+memory is what refuses it on the GPUs: tests/test_multi_gpu_puzzles.py); the harness serves the scene on two ranks
+and checks every call on each. How fast each runs is two GPUs' to measure (MEASUREMENTS.md lists what is owed).
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import puzzle_file
+from conftest import assert_every_call_checked_on_each_rank, puzzle_file
 from test_multi_gpu_puzzles import _on_two_ranks, _styles_in_rank
 from tutor.catalog import all_puzzles, get_puzzle
-from tutor.runner import run_harness
 
 PUZZLE = get_puzzle("puzzle26", drafts=True)
 SIZES_LINE = "EXPERTS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 8192"
@@ -97,25 +96,7 @@ def test_the_harness_serves_the_scene_on_two_ranks_and_checks_every_call_on_each
     """Graded as the GPUs grade it, on two gloo ranks at a CPU's sizes: the reference right on every check and
     every timed call of both ranks; the workload that returns zeros on the calls it takes for unchecked wrong on
     those."""
-    source = (PUZZLE.folder / "spec.py").read_text()
-    assert SIZES_LINE in source
-    spec = tmp_path / "spec.py"
-    spec.write_text(source.replace(SIZES_LINE, "EXPERTS, TOKENS, HIDDEN, FFN = 8, 512, 64, 32"))
-    errors = {}
-    for style in ("solution/workload.py", "cheats/reads_which_call_is_checked.py"):
-        request = {"mode": "check", "device": "cpu", "seed": 5, "spec": str(spec), "ranks": 2,
-                   "workloads": {"baseline": str(PUZZLE.folder / "baseline.py"), "mine": str(PUZZLE.folder / style)},
-                   "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-                   "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 1, "rounds": 2}}
-        result = run_harness(request, tmp_path / style.replace("/", "_"), 300).result
-        errors[style] = ([c.get("rel_l2", float("inf")) for c in result["checks"]],
-                         [c.get("rel_l2", float("inf")) for c in result["timed_checks"]])
-        assert not result["violations"], result["violations"]
-    print(errors)
-    checks, timed = errors["solution/workload.py"]
-    assert len(timed) >= 4 and max(checks + timed) <= PUZZLE.correctness.max_rel_l2
-    checks, timed = errors["cheats/reads_which_call_is_checked.py"]
-    assert max(checks) <= PUZZLE.correctness.max_rel_l2 < 0.5 < max(timed)
+    assert_every_call_checked_on_each_rank(PUZZLE, SIZES_LINE, "EXPERTS, TOKENS, HIDDEN, FFN = 8, 512, 64, 32", tmp_path)
 
 
 def test_the_floor_is_half_the_tokens_expert_matmuls():
@@ -134,28 +115,6 @@ def test_gpu_every_style_gives_both_ranks_the_baselines_output_at_the_scenes_siz
         assert max(e for s, e in errors.items() if s != FEWER_BITS) < PUZZLE.correctness.max_rel_l2 / 2, errors
         assert errors[FEWER_BITS] > 2 * PUZZLE.correctness.max_rel_l2
     assert replies[0]["baseline_digest"] == replies[1]["baseline_digest"]
-
-
-@pytest.mark.gpu
-def test_gpu_each_rank_keeps_four_experts_and_a_rank_that_holds_all_eight_is_refused(tmp_path):
-    """Through the grade's harness on two GPUs (NCCL), a few rounds each: the placements keep four experts a rank
-    and less than the spec's slack past them; the cheat that swaps every expert is named at fair play."""
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs 2 GPUs")
-    for style in ("solution/workload.py", "alternatives/snake_by_bias.py", "cheats/every_expert_on_each_rank.py"):
-        request = {"mode": "check", "device": "cuda", "seed": 5, "spec": str(PUZZLE.folder / "spec.py"), "ranks": 2,
-                   "workloads": {"baseline": str(PUZZLE.folder / "baseline.py"), "mine": str(PUZZLE.folder / style)},
-                   "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-                   "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 2, "rounds": 3}}
-        result = run_harness(request, tmp_path / style.replace("/", "_"), 300).result
-        kept = result["memory"]["rank_kept"]
-        print(style, [(k["rank"], round(k["kept_bytes"] / 2**20, 1)) for k in kept], result["violations"])
-        errors = [c["rel_l2"] for c in result["checks"] + result["timed_checks"]]
-        assert len(kept) == 2 and max(errors) <= PUZZLE.correctness.max_rel_l2, errors
-        if style.startswith("cheats/"):
-            assert any("more than its shard of the weights" in v for v in result["violations"]), result["violations"]
-        else:
-            assert not result["violations"]
 
 
 def test_its_sweep_shows_each_placement_on_two_ranks(tmp_path):
