@@ -17,7 +17,9 @@ from tutor.catalog import all_puzzles, get_puzzle
 PUZZLE = get_puzzle("puzzle25", drafts=True)
 SIZES_LINE = "LAYERS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 8192"
 SMALL = {"TOKENS": 64, "HIDDEN": 128, "FFN": 256}  # eight layers, four a stage, as on the GPUs
-STYLES = ["baseline.py", "solution/workload.py", "alternatives/two_halves.py", "cheats/whole_model_on_each_rank.py"]
+STYLES = ["baseline.py", "solution/workload.py", "alternatives/two_halves.py", "alternatives/tensor_parallel.py",
+          "cheats/whole_model_on_each_rank.py", "cheats/fp8_stages.py"]
+FEWER_BITS = "cheats/fp8_stages.py"
 
 
 def test_the_puzzle_is_a_draft_until_two_gpus_grade_it():
@@ -35,11 +37,18 @@ def _puzzle25_rank(rank: int, world: int, message: dict) -> dict:
     return _styles_in_rank(PUZZLE, STYLES, SMALL, _unsplit)
 
 
+def within_and_without(errors: dict) -> None:
+    """Every style but fp8's within half the tolerance of the baseline; fp8's more than twice it."""
+    assert max(e for s, e in errors.items() if s != FEWER_BITS) < PUZZLE.correctness.max_rel_l2 / 2, errors
+    assert errors[FEWER_BITS] > 2 * PUZZLE.correctness.max_rel_l2, errors
+
+
 def test_every_style_gives_both_ranks_the_baselines_hidden_states_on_two_cpu_ranks():
+    """Micro-batched or not, the same bits; re-laid out into tensor parallelism, bf16's rounding of its halves."""
     replies = _on_two_ranks(_puzzle25_rank, "gloo")
     for reply in replies:
         print(reply["errors"])
-        assert max(reply["errors"].values()) < PUZZLE.correctness.max_rel_l2 / 2, reply["errors"]
+        within_and_without(reply["errors"])
         assert reply["baseline_is_unsplit"]  # the stages hand the hidden states on whole: the same sums, in order
     assert replies[0]["baseline_digest"] == replies[1]["baseline_digest"]
 
@@ -62,7 +71,7 @@ def test_gpu_every_style_gives_both_ranks_the_baselines_hidden_states_at_the_sce
     replies = _on_two_ranks(_puzzle25_rank, "nccl")
     for reply in replies:
         print("nccl", reply["errors"], "unsplit", reply["unsplit_rel"])
-        assert max(reply["errors"].values()) < PUZZLE.correctness.max_rel_l2 / 2, reply["errors"]
+        within_and_without(reply["errors"])
     assert replies[0]["baseline_digest"] == replies[1]["baseline_digest"]
 
 
