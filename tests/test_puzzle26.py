@@ -1,4 +1,4 @@
-"""puzzle26, The expert everyone wants (a draft: issue 38's load_imbalance), as far as the CPU can check it: the
+"""puzzle26, Two GPUs, one at work (a draft: issue 38's load_imbalance), as far as the CPU can check it: the
 scene's traffic is skewed as designed, the four most popular experts on one GPU; on two gloo ranks at a CPU's
 sizes every style gives both ranks the baseline's output (a placement moves no token to another expert), and the
 placements even the ranks' work out; a cheat that swaps every expert so each rank holds all eight is right too (its
