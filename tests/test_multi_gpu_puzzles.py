@@ -187,7 +187,8 @@ def test_the_link_probe_reads_the_link_between_two_gpus():
 HONEST = {"puzzle13": ["solution/workload.py", "alternatives/buckets.py", "alternatives/coalesced.py"],
           "puzzle16": ["solution/workload.py", "alternatives/batched_p2p.py", "alternatives/broadcast_both_ways.py"],
           "puzzle19": ["solution/workload.py", "alternatives/two_chunks.py", "alternatives/graphed_step.py"],
-          "puzzle25": ["solution/workload.py", "alternatives/two_halves.py", "alternatives/tensor_parallel.py"],  # drafts
+          "puzzle25": ["solution/workload.py", "alternatives/two_halves.py", "alternatives/tensor_parallel.py",  # drafts
+                       "alternatives/high_priority_handoffs.py"],
           "puzzle26": ["solution/workload.py", "alternatives/snake_by_bias.py"]}
 GATHERING = {"puzzle13": "cheats/gathers_the_other_half.py", "puzzle16": "cheats/one_rank_runs_both_stages.py",
              "puzzle19": "cheats/gathers_the_other_half.py", "puzzle25": "cheats/whole_model_on_each_rank.py",

@@ -18,7 +18,7 @@ PUZZLE = get_puzzle("puzzle25", drafts=True)
 SIZES_LINE = "LAYERS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 8192"
 SMALL = {"TOKENS": 64, "HIDDEN": 128, "FFN": 256}  # eight layers, four a stage, as on the GPUs
 STYLES = ["baseline.py", "solution/workload.py", "alternatives/two_halves.py", "alternatives/tensor_parallel.py",
-          "cheats/whole_model_on_each_rank.py", "cheats/fp8_stages.py"]
+          "alternatives/high_priority_handoffs.py", "cheats/whole_model_on_each_rank.py", "cheats/fp8_stages.py"]
 FEWER_BITS = "cheats/fp8_stages.py"
 
 

@@ -1,9 +1,10 @@
 """Puzzle 25 on two CUDA GPUs: a call's time against the number of micro-batches the batch is cut into.
 
     PYTHONPATH=. python challenges/puzzle25/sweeps/microbatches.py [--counts 1 2 4 8 16 32] [--calls 20] [--profile]
-        [--json OUT]
+        [--workload alternatives/high_priority_handoffs.py] [--json OUT]
 
-The reference (solution/workload.py) with its MICROBATCHES set to each count in turn, one rank a GPU as a grade
+The reference (solution/workload.py), or --workload (any of the puzzle's files with a MICROBATCHES), with its
+MICROBATCHES set to each count in turn, one rank a GPU as a grade
 runs them (tutor.harness.ranks), the ranks lined up before each call; a call's time is its slowest rank's,
 median over --calls after warm-up. One micro-batch is the baseline's schedule; more shrink the ends of the pipeline
 (each GPU idles for one micro-batch's stage) and the matmuls alike. Printed per count: ms a call, the speed-up
@@ -40,7 +41,7 @@ def in_rank(rank: int, world: int, message: dict) -> dict:
     x = spec.make_input(0, device)
     baseline = load_module(FOLDER / "baseline.py", "p25_baseline", ())
     expected = baseline.forward(baseline.prepare(weights, device), x).float()
-    reference = load_module(FOLDER / "solution" / "workload.py", "p25_reference", ())
+    reference = load_module(FOLDER / message["workload"], "p25_reference", ())
     layers = reference.prepare(weights, device)
     figures = []
     for count in message["counts"]:
@@ -60,13 +61,15 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--workload", default="solution/workload.py")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     from tutor.harness import ranks
 
     group = ranks.start(2, in_rank, "nccl" if args.device == "cuda" else "gloo")
     try:
-        replies = group.ask("sweep", limit_s=540, counts=args.counts, calls=args.calls, profile=args.profile)
+        replies = group.ask("sweep", limit_s=540, counts=args.counts, calls=args.calls, profile=args.profile,
+                           workload=args.workload)
     finally:
         group.stop()
     from challenges.rank_sweeps import slowest_median_ms
