@@ -32,7 +32,7 @@ def install(results: Path, puzzle: str, card: str | None, root: Path = ROOT) -> 
             shutil.copy2(found / name, recordings / name)
             done.append(f"{puzzle}/recordings/{name}")
     if (found / "h100_reference_ncu.csv").is_file():
-        # measure_draft.py names its files h100_ on any card; the fixture says which card it is (conftest.reference_ncu).
+        # measure_draft.py names its files h100_ on any card; the fixture names the card (conftest.reference_ncu).
         card_prefix = "h200" if card and "H200" in card else "h100"
         fixture = root / "tests" / "fixtures" / f"{card_prefix}_{puzzle}_reference_ncu.csv"
         shutil.copy2(found / "h100_reference_ncu.csv", fixture)
