@@ -131,18 +131,20 @@ def reached(grade: dict, bars: float = 1.0) -> str:
     return tier_reached(puzzle, speedups)
 
 
-def rank_group_check(puzzle, style: str, run_dir: Path, device: str = "cpu", spec: Path | None = None, checks: int = 1,
-                     warmup: int = 1, rounds: int = 2) -> dict:
-    """A multi-GPU puzzle's `style` checked against its baseline as a grade checks it, one process a rank (gloo on
-    the CPU, NCCL on GPUs), the puzzle's spec or `spec` (a CPU's sizes): the harness's result."""
+def harness_check(puzzle, mine: str | Path, run_dir: Path, baseline: Path | None = None, spec: Path | None = None,
+                  device: str = "cpu", checks: int = 1, warmup: int = 1, rounds: int = 2) -> dict:
+    """A puzzle's workload `mine` (a file of its folder, or a path) checked against its baseline (or `baseline`) as a
+    grade checks it, the puzzle's spec or `spec` (a CPU's sizes); a multi-GPU puzzle one process a rank (gloo on the
+    CPU, NCCL on GPUs). The harness's result."""
     from tutor.runner import run_harness
 
-    request = {"mode": "check", "device": device, "seed": 5, "spec": str(spec or puzzle.folder / "spec.py"),
-               "ranks": puzzle.hardware.gpus,
-               "workloads": {"baseline": str(puzzle.folder / "baseline.py"), "mine": str(puzzle.folder / style)},
+    mine_path = mine if isinstance(mine, Path) else puzzle.folder / mine
+    ranks = {"ranks": puzzle.hardware.gpus} if puzzle.hardware.gpus > 1 else {}
+    request = {"mode": "check", "device": device, "seed": 5, "spec": str(spec or puzzle.folder / "spec.py"), **ranks,
+               "workloads": {"baseline": str(baseline or puzzle.folder / "baseline.py"), "mine": str(mine_path)},
                "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
                "oracle": "baseline", "correctness": {"checks": checks}, "timing": {"warmup": warmup, "rounds": rounds}}
-    return run_harness(request, run_dir / style.replace("/", "_"), 300).result
+    return run_harness(request, run_dir / f"run-{mine_path.parent.name}-{mine_path.name}", 300).result
 
 
 def assert_every_call_checked_on_each_rank(puzzle, sizes_line: str, small_line: str, tmp_path: Path) -> None:
@@ -155,7 +157,7 @@ def assert_every_call_checked_on_each_rank(puzzle, sizes_line: str, small_line: 
     spec.write_text(source.replace(sizes_line, small_line))
     errors = {}
     for style in ("solution/workload.py", "cheats/reads_which_call_is_checked.py"):
-        result = rank_group_check(puzzle, style, tmp_path, spec=spec)
+        result = harness_check(puzzle, style, tmp_path, spec=spec)
         errors[style] = ([c.get("rel_l2", float("inf")) for c in result["checks"]],
                          [c.get("rel_l2", float("inf")) for c in result["timed_checks"]])
         assert not result["violations"], result["violations"]
@@ -164,6 +166,23 @@ def assert_every_call_checked_on_each_rank(puzzle, sizes_line: str, small_line: 
     assert len(timed) >= 4 and max(checks + timed) <= puzzle.correctness.max_rel_l2
     checks, timed = errors["cheats/reads_which_call_is_checked.py"]
     assert max(checks) <= puzzle.correctness.max_rel_l2 < 0.5 < max(timed)
+
+
+def graded_counts(grades: list[dict]) -> dict[str, int]:
+    """How many recorded grades each workload has."""
+    return {w: sum(g["which"] == w for g in grades) for w in {g["which"] for g in grades}}
+
+
+def assert_each_cheat_refused(puzzle, recorded: Path, refusals: dict[str, set[str]], times: int) -> None:
+    """A cheats fixture (`benchmarks/grade_cheats.py ... --json`, wrapped with its card and command): every cheat of the
+    puzzle's cheats/ graded `times` times, each grade earning no tier and refused by exactly the criteria named."""
+    import json
+
+    grades = json.loads(recorded.read_text())["grades"]
+    assert sorted(g["which"] for g in grades) == sorted(w for w in refusals for _ in range(times))
+    assert {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")} == set(refusals)
+    for grade in grades:
+        assert grade["tier"] == "" and {r.split(":")[0] for r in grade["refused_by"]} == refusals[grade["which"]], grade
 
 
 def ncu_learner_profiles(baseline_csv: Path, mine_csv: Path, mine_code: str = "graded"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file, rank_group_check, relative_l2
+from conftest import harness_check, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 
 # -- puzzle13: a tensor-parallel MLP that all-reduces one request at a time (two gloo ranks on the CPU) ------
@@ -205,7 +205,7 @@ def test_gpu_each_rank_keeps_its_shard_alone_and_a_rank_that_gathers_the_others_
         pytest.skip("needs 2 GPUs")
     puzzle = get_puzzle(puzzle_id, drafts=True)
     for style in [*HONEST[puzzle_id], GATHERING[puzzle_id]]:
-        result = rank_group_check(puzzle, style, tmp_path, device="cuda", checks=2, warmup=2, rounds=3)
+        result = harness_check(puzzle, style, tmp_path, device="cuda", checks=2, warmup=2, rounds=3)
         kept = result["memory"]["rank_kept"]
         print(puzzle_id, style, [(k["rank"], round(k["kept_bytes"] / 2**20, 1), k["shard_bytes"] >> 20,
                                   k["slack_bytes"] >> 20) for k in kept], result["violations"])

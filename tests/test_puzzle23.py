@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file, reached, relative_l2
+from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2
+from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
-from tutor.runner import run_harness
 
 PUZZLE = get_puzzle("puzzle23", drafts=True)
 # The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
@@ -37,29 +37,18 @@ def test_the_h200s_grades_read_the_proposed_tiers_with_every_bar_10_percent_high
     baseline against itself reads no tier, the reference and the two allocator-side alternatives gold, each with
     every bar 10% either way; chunked prefill's lower bounds span 1.07-1.33, wider than that window (owed)."""
     grades = json.loads((FIXTURES / "draft_h200_grades_puzzle23_2026-11-28.json").read_text())
-    counts = {w: sum(g["which"] == w for g in grades) for w in {g["which"] for g in grades}}
-    assert counts == {"baseline": 3, "reference": 3, "alternatives/chunked_prefill": 4,
-                      "alternatives/rounded_blocks": 5, "alternatives/static_buffers": 5}
-    for grade in grades:
-        if grade["which"] == "alternatives/chunked_prefill":
-            continue
-        which = grade["which"].removeprefix("alternatives/")
-        expected = {"baseline": "", "reference": "gold"}[which] if which in ("baseline", "reference") \
-            else PUZZLE.alternatives[which]
-        assert [reached(grade, bars) for bars in (0.9, 1.0, 1.1)] == [expected] * 3, grade
+    assert graded_counts(grades) == {"baseline": 3, "reference": 3, "alternatives/chunked_prefill": 4,
+                                     "alternatives/rounded_blocks": 5, "alternatives/static_buffers": 5}
+    assert_clear_of_every_bar([g for g in grades if g["which"] != "alternatives/chunked_prefill"])
 
 
 def test_the_h200_refused_every_cheat_twice():
     """`benchmarks/grade_cheats.py puzzle23 --runs 2` on one H200: the cheat that keeps every segment is refused by
     the memory budget (1.23-1.33x the baseline's workload), the one that resets the allocator's peak by fair play
     and the budget, the one that blanks the calls it takes for unchecked at correctness and by the floor."""
-    grades = json.loads((FIXTURES / "draft_h200_cheats_puzzle23_2026-11-28.json").read_text())["grades"]
     refusals = {"cheats/over_the_budget": {"memory budget"}, "cheats/resets_the_peak": {"fair play", "memory budget"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert sorted(g["which"] for g in grades) == sorted(w for w in refusals for _ in range(2))
-    assert {f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")} == set(refusals)
-    for grade in grades:
-        assert grade["tier"] == "" and {r.split(":")[0] for r in grade["refused_by"]} == refusals[grade["which"]], grade
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle23_2026-11-28.json", refusals, times=2)
 
 
 @pytest.fixture(scope="module")
@@ -135,11 +124,8 @@ def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
         assert "2048" not in source, name  # every size line found
         paths[name] = tmp_path / name.replace("/", "_")
         paths[name].write_text(source)
-    request = {"mode": "check", "device": "cpu", "seed": 5, "spec": str(paths["spec.py"]),
-               "workloads": {"baseline": str(paths["baseline.py"]), "mine": str(paths["solution/workload.py"])},
-               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-               "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 1, "rounds": 2}}
-    result = run_harness(request, tmp_path / "run", 300).result
+    result = harness_check(PUZZLE, paths["solution/workload.py"], tmp_path, baseline=paths["baseline.py"],
+                           spec=paths["spec.py"])
     errors = [c.get("rel_l2", float("inf")) for c in result["checks"] + result["timed_checks"]]
     assert len(result["timed_checks"]) >= 4 and max(errors) <= PUZZLE.correctness.max_rel_l2, errors
     assert not result["violations"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import puzzle_file, reached, relative_l2
+from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2
+from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
-from tutor.runner import run_harness
 
 PUZZLE = get_puzzle("puzzle24", drafts=True)
 # The tower at a CPU's sizes: sums half the scene's length (bf16's error grows with it; the GPU test has the full one).
@@ -34,25 +34,17 @@ def test_the_h200s_grades_read_the_tiers_with_every_bar_10_percent_higher_or_low
     TF32, asked for either way, silver (5.8x); bf16 operands gold, cast every call under autocast (8.4x) or the
     weights once (12.9x); each with every bar 10% either way."""
     grades = json.loads((FIXTURES / "draft_h200_grades_puzzle24_2026-11-28.json").read_text())
-    counts = {w: sum(g["which"] == w for g in grades) for w in {g["which"] for g in grades}}
-    assert counts == {"reference": 5, **{f"alternatives/{name}": 5 for name in PUZZLE.alternatives}}
-    for grade in grades:
-        which = grade["which"].removeprefix("alternatives/")
-        expected = "gold" if which == "reference" else PUZZLE.alternatives[which]
-        assert [reached(grade, bars) for bars in (0.9, 1.0, 1.1)] == [expected] * 3, grade
+    assert graded_counts(grades) == {"reference": 5, **{f"alternatives/{name}": 5 for name in PUZZLE.alternatives}}
+    assert_clear_of_every_bar(grades)
 
 
 def test_the_h200_refused_every_cheat_three_times():
     """`benchmarks/grade_cheats.py puzzle24 --runs 3` on one H200: fp8 operands (5.4x) and low-rank weights (3.7x)
     refused at correctness, the workload that blanks the calls it takes for unchecked (26x) at correctness and by
     the physical floor."""
-    grades = json.loads((FIXTURES / "draft_h200_cheats_puzzle24_2026-11-28.json").read_text())["grades"]
     refusals = {"cheats/fp8_round_trip": {"correctness"}, "cheats/low_rank": {"correctness"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert sorted(g["which"] for g in grades) == sorted(w for w in refusals for _ in range(3))
-    assert {f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")} == set(refusals)
-    for grade in grades:
-        assert grade["tier"] == "" and {r.split(":")[0] for r in grade["refused_by"]} == refusals[grade["which"]], grade
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle24_2026-11-28.json", refusals, times=3)
 
 
 @pytest.fixture(autouse=True)
@@ -105,12 +97,7 @@ def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
     assert line in source
     spec = tmp_path / "spec.py"
     spec.write_text(source.replace(line, "BATCH, FEATURES, HIDDEN, SCORES = 32, 256, 256, 64"))
-    request = {"mode": "check", "device": "cpu", "seed": 5, "spec": str(spec),
-               "workloads": {"baseline": str(PUZZLE.folder / "baseline.py"),
-                             "mine": str(PUZZLE.folder / "solution" / "workload.py")},
-               "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-               "oracle": "baseline", "correctness": {"checks": 1}, "timing": {"warmup": 1, "rounds": 2}}
-    result = run_harness(request, tmp_path / "run", 300).result
+    result = harness_check(PUZZLE, "solution/workload.py", tmp_path, spec=spec)
     errors = [c.get("rel_l2", float("inf")) for c in result["checks"] + result["timed_checks"]]
     assert len(result["timed_checks"]) >= 4 and max(errors) <= PUZZLE.correctness.max_rel_l2, errors
     assert not result["violations"]
