@@ -14,14 +14,14 @@ def timed_calls_ms(forward, calls: int) -> list[float]:
     import torch
     import torch.distributed as dist
 
-    times = []
+    on_gpu, times = dist.get_backend() == "nccl", []
     for n in range(calls + WARM_CALLS):
         dist.barrier()
-        if torch.cuda.is_available() and dist.get_backend() == "nccl":
+        if on_gpu:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         forward()
-        if torch.cuda.is_available() and dist.get_backend() == "nccl":
+        if on_gpu:
             torch.cuda.synchronize()
         if n >= WARM_CALLS:
             times.append((time.perf_counter() - t0) * 1e3)
