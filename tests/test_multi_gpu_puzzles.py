@@ -146,13 +146,15 @@ def test_their_recordings_show_what_their_diagnosis_cites():
     """Rank 0's baseline profiles on 2 x H200 (each puzzle's recordings), read here as there: puzzle13's 256
     all-reduces a call, NCCL nearly all of the GPU's time; puzzle16's two 8 MB copies through pageable host
     memory a call, the GPU mostly idle; puzzle19's 52 kernels a call, NCCL's all-reduces a seventh to a fifth of
-    its GPU time (two recordings) beside the matmuls that read the weights four times."""
+    its GPU time (two recordings) beside the matmuls that read the weights four times; puzzle25's two GPUs each
+    busy nearly all of a call, half of it in NCCL's kernels that move a quarter of a gigabyte at under a tenth of
+    the link's rate (each waits for the other stage)."""
     import json
 
     from conftest import recording
     from tutor.profilers.torch_trace import extract
 
-    for puzzle_id in ("puzzle13", "puzzle16", "puzzle19"):
+    for puzzle_id in ("puzzle13", "puzzle16", "puzzle19", "puzzle25"):
         recorded = json.loads(recording(puzzle_id, "metrics.json").read_text())["values"]
         v = extract(recording(puzzle_id, "trace.json.gz")).values
         assert {k: v[k] for k in v} == {k: recorded[k] for k in v}, puzzle_id
@@ -164,6 +166,10 @@ def test_their_recordings_show_what_their_diagnosis_cites():
     p19 = json.loads(recording("puzzle19", "metrics.json").read_text())["values"]
     assert p19["kernels.per_iter"] == 52 and 0.1 < p19["kernels.category.comm.share"] < 0.25
     assert p19["kernels.category.gemm.share"] > 0.7
+    p25 = json.loads(recording("puzzle25", "metrics.json").read_text())["values"]
+    assert p25["gpu.busy_fraction"] > 0.95 and p25["rank1.gpu.busy_fraction"] > 0.95
+    assert 0.4 < p25["kernels.category.comm.share"] < 0.6 and 0.4 < p25["rank1.kernels.category.comm.share"] < 0.6
+    assert p25["comm.bytes_per_iter"] == 2 * 16384 * 4096 * 2 and p25["comm.link_peak_share"] < 0.1
 
 
 def _link_probe_rank(rank: int, world: int, message: dict) -> dict:
@@ -188,7 +194,7 @@ HONEST = {"puzzle13": ["solution/workload.py", "alternatives/buckets.py", "alter
           "puzzle16": ["solution/workload.py", "alternatives/batched_p2p.py", "alternatives/broadcast_both_ways.py"],
           "puzzle19": ["solution/workload.py", "alternatives/two_chunks.py", "alternatives/graphed_step.py"],
           "puzzle25": ["solution/workload.py", "alternatives/two_halves.py", "alternatives/tensor_parallel.py",  # drafts
-                       "alternatives/high_priority_handoffs.py"],
+                       "alternatives/posted_receives.py"],
           "puzzle26": ["solution/workload.py", "alternatives/snake_by_bias.py"]}
 GATHERING = {"puzzle13": "cheats/gathers_the_other_half.py", "puzzle16": "cheats/one_rank_runs_both_stages.py",
              "puzzle19": "cheats/gathers_the_other_half.py", "puzzle25": "cheats/whole_model_on_each_rank.py",

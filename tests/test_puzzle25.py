@@ -1,8 +1,8 @@
-"""puzzle25, Two cards, one card's time (a draft: issue 38's pipeline_bubbles), as far as the CPU can check it: on two
-gloo ranks at a CPU's sizes, every honest style gives both ranks the baseline's hidden states within the tolerance,
-and the unsplit model's; a cheat that swaps the stages so each rank holds the whole model is right too (its memory
-is what refuses it on the GPUs: tests/test_multi_gpu_puzzles.py); the harness serves the scene on two ranks and
-checks every call on each. How fast each runs is two GPUs' to measure (MEASUREMENTS.md lists what is owed).
+"""puzzle25, Two cards, one card's time (issue 38's pipeline_bubbles). On two gloo ranks at a CPU's sizes, every honest
+style gives both ranks the baseline's hidden states within the tolerance, and the unsplit model's; a cheat that swaps
+the stages so each rank holds the whole model is right too (its memory is what refuses it on the GPUs:
+tests/test_multi_gpu_puzzles.py); the harness serves the scene on two ranks and checks every call on each. Its
+grades and its cheats' on 2 x H200, its card, read back under today's bars (MEASUREMENTS.md).
 """
 
 from __future__ import annotations
@@ -10,20 +10,46 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import assert_every_call_checked_on_each_rank, puzzle_file
+import json
+from pathlib import Path
+
+from conftest import assert_each_cheat_refused, assert_every_call_checked_on_each_rank, graded_counts, puzzle_file
 from test_multi_gpu_puzzles import _on_two_ranks, _styles_in_rank
+from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 
-PUZZLE = get_puzzle("puzzle25", drafts=True)
+PUZZLE = get_puzzle("puzzle25")
+FIXTURES = Path(__file__).parent / "fixtures"
 SIZES_LINE = "LAYERS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 8192"
 SMALL = {"TOKENS": 64, "HIDDEN": 128, "FFN": 256}  # eight layers, four a stage, as on the GPUs
 STYLES = ["baseline.py", "solution/workload.py", "alternatives/two_halves.py", "alternatives/tensor_parallel.py",
-          "alternatives/high_priority_handoffs.py", "cheats/whole_model_on_each_rank.py", "cheats/fp8_stages.py"]
+          "alternatives/posted_receives.py", "cheats/whole_model_on_each_rank.py", "cheats/fp8_stages.py"]
 FEWER_BITS = "cheats/fp8_stages.py"
 
 
-def test_the_puzzle_is_a_draft_until_two_gpus_grade_it():
-    assert PUZZLE.draft and "puzzle25" not in all_puzzles() and PUZZLE.hardware.gpus == 2
+def test_the_puzzle_ships_for_two_gpus():
+    assert not PUZZLE.draft and "puzzle25" in all_puzzles() and PUZZLE.hardware.gpus == 2
+
+
+def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
+    """`benchmarks/measure_draft.py puzzle25 ...` on 2 x H200, two device calls: two halves bronze (1.28x), four
+    micro-batches with every receive posted ahead silver (1.42x), tensor parallelism silver (1.50x), eight handed on
+    in pairs gold (1.64x). The styles lie 9-15% apart and each grade within 0.2% of its style's median, so the bars
+    sit 4-5% from the styles on their sides, not 10% (one fewer grade of posted_receives than the others: the
+    session's device time ran out)."""
+    grades = json.loads((FIXTURES / "h200x2_grades_puzzle25_2026-11-28.json").read_text())
+    assert graded_counts(grades) == {"reference": 5, "alternatives/posted_receives": 4,
+                                     "alternatives/two_halves": 5, "alternatives/tensor_parallel": 5}
+    assert_clear_of_every_bar(grades, margin=0.04)
+
+
+def test_two_h200s_refused_every_cheat_three_times():
+    """`benchmarks/grade_cheats.py puzzle25 --runs 3` on 2 x H200: fp8 stages (0.75x) refused at correctness and
+    performance, the whole model on each rank (1.86x) at fair play for the memory it kept, the workload that blanks
+    the calls it takes for unchecked (5.9x) at correctness and by the physical floor."""
+    refusals = {"cheats/fp8_stages": {"correctness", "performance"}, "cheats/whole_model_on_each_rank": {"fair play"},
+                "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "h200x2_cheats_puzzle25_2026-11-28.json", refusals, times=3)
 
 
 def _unsplit(weights: dict, x: torch.Tensor) -> torch.Tensor:

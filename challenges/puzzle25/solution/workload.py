@@ -1,11 +1,10 @@
-"""The batch cut into 8 micro-batches of 2048 tokens, each handed on as soon as its stage is done: stage 1 works
-on micro-batch i while stage 0 works on i + 1, so each GPU waits for the other only at the ends (one
-micro-batch's stage, an eighth of the batch's) instead of for the whole of the other's stage.
+"""Alternative: micro-batches handed on in pairs, as pipeline engines do: each step, one NCCL kernel both sends
+the micro-batch a rank has just finished and receives the one it needs next (dist.batch_isend_irecv), so no
+receive is posted long before its data and none spins beside the matmuls; rank 1 sends each result back as
+soon as it is done, not after every receive.
 
-The order of the sends and receives is the same on both sides (NCCL matches them in order on the pair's one
-stream): rank 0 sends every micro-batch, then receives every result; rank 1 posts every receive before its first
-send. isend and irecv return at once; a receive's wait() makes the compute stream wait for that micro-batch alone.
-"""
+Rank 0's step i pairs its send of h[i] with its receive of y[i - 1]; rank 1's step i pairs its receive of h[i]
+with its send of y[i - 1]: the same pairs on both sides, in the same order."""
 
 import torch
 import torch.distributed as dist
@@ -25,20 +24,28 @@ def stage(layers: list, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def step(sends: list, receives: list, peer: int) -> list:
+    """One paired handoff: what this rank sends and receives at this step, as one batch."""
+    ops = [dist.P2POp(dist.isend, t, peer) for t in sends] + [dist.P2POp(dist.irecv, t, peer) for t in receives]
+    return dist.batch_isend_irecv(ops) if ops else []
+
+
 def forward(layers: list, x: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x)
+    outs = list(y.chunk(MICROBATCHES))
+    works = []
     if dist.get_rank() == 0:
-        sends = [dist.isend(stage(layers, part), 1) for part in x.chunk(MICROBATCHES)]
-        receives = [dist.irecv(part, 1) for part in y.chunk(MICROBATCHES)]
+        for i, part in enumerate(x.chunk(MICROBATCHES)):
+            works += step([stage(layers, part)], outs[i - 1:i], 1)
+        works += step([], outs[-1:], 1)
     else:
-        h = torch.empty_like(x)
-        received = [(part, dist.irecv(part, 0)) for part in h.chunk(MICROBATCHES)]
-        sends = []
-        for (part, work), out in zip(received, y.chunk(MICROBATCHES)):
-            work.wait()
-            out.copy_(stage(layers, part))
-            sends.append(dist.isend(out, 0))
-        receives = []
-    for work in sends + receives:
+        h = list(torch.empty_like(x).chunk(MICROBATCHES))
+        works = step([], h[:1], 0)
+        for i in range(MICROBATCHES):
+            for work in works:  # each work waited once: gloo's wait a second time can hang
+                work.wait()
+            outs[i].copy_(stage(layers, h[i]))
+            works = step([outs[i]], h[i + 1:i + 2], 0)
+    for work in works:
         work.wait()
     return y

@@ -1,11 +1,11 @@
 """Puzzle 25 on two CUDA GPUs: a call's time against the number of micro-batches the batch is cut into.
 
     PYTHONPATH=. python challenges/puzzle25/sweeps/microbatches.py [--counts 1 2 4 8 16 32] [--calls 20] [--profile]
-        [--workload alternatives/high_priority_handoffs.py] [--json OUT]
+        [--workload sweeps/variants/narrow_handoffs.py] [--set HANDOFF_CTAS=2] [--json OUT]
 
 The reference (solution/workload.py), or --workload (any of the puzzle's files with a MICROBATCHES), with its
-MICROBATCHES set to each count in turn, one rank a GPU as a grade
-runs them (tutor.harness.ranks), the ranks lined up before each call; a call's time is its slowest rank's,
+MICROBATCHES set to each count in turn (and any
+other module constant --set names, before its prepare()), one rank a GPU as a grade runs them (tutor.harness.ranks), the ranks lined up before each call; a call's time is its slowest rank's,
 median over --calls after warm-up. One micro-batch is the baseline's schedule; more shrink the ends of the pipeline
 (each GPU idles for one micro-batch's stage) and the matmuls alike. Printed per count: ms a call, the speed-up
 over one micro-batch, two stages' ideal speed-up with M micro-batches (2M / (M + 1): the ends alone, the
@@ -42,6 +42,9 @@ def in_rank(rank: int, world: int, message: dict) -> dict:
     baseline = load_module(FOLDER / "baseline.py", "p25_baseline", ())
     expected = baseline.forward(baseline.prepare(weights, device), x).float()
     reference = load_module(FOLDER / message["workload"], "p25_reference", ())
+    for setting in message["settings"]:
+        name, value = setting.split("=")
+        setattr(reference, name, int(value))
     layers = reference.prepare(weights, device)
     figures = []
     for count in message["counts"]:
@@ -62,6 +65,7 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--workload", default="solution/workload.py")
+    parser.add_argument("--set", dest="settings", nargs="*", default=[], metavar="NAME=INT")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     from tutor.harness import ranks
@@ -69,7 +73,7 @@ def main() -> int:
     group = ranks.start(2, in_rank, "nccl" if args.device == "cuda" else "gloo")
     try:
         replies = group.ask("sweep", limit_s=540, counts=args.counts, calls=args.calls, profile=args.profile,
-                           workload=args.workload)
+                           workload=args.workload, settings=args.settings)
     finally:
         group.stop()
     from challenges.rank_sweeps import slowest_median_ms
