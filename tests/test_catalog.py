@@ -15,8 +15,9 @@ def test_every_shipped_puzzle_loads_and_references_real_files():
         for name in p.editable:
             assert p.starter_file(name).is_file(), f"{p.id} starter lacks {name}"
         assert (p.solution_dir / "workload.py").is_file(), f"{p.id} has no reference solution"
-        for bid in (*p.diagnosis.accepted, *p.diagnosis.supporting):
-            assert bid in bottlenecks(), f"{p.id} accepts unknown bottleneck {bid}"
+        for diagnosis in (p.diagnosis, *(stage.diagnosis for stage in p.stages)):
+            for bid in (*diagnosis.accepted, *diagnosis.supporting):
+                assert bid in bottlenecks(), f"{p.id} accepts unknown bottleneck {bid}"
         assert p.hints, f"{p.id} has no hints"
 
 
@@ -106,8 +107,13 @@ NOT_YET_TAUGHT = {"memory_fragmentation", "tensor_cores_idle", "load_imbalance"}
 NOT_YET_DRAFTED: set[str] = set()
 
 
+def accepted_anywhere(p) -> set[str]:
+    """The classes a puzzle accepts: its diagnosis's, and a capstone's later stages'."""
+    return {b for diagnosis in (p.diagnosis, *(stage.diagnosis for stage in p.stages)) for b in diagnosis.accepted}
+
+
 def test_every_bottleneck_class_is_taught_by_a_shipped_puzzle_but_those_owed():
-    taught = {b for p in all_puzzles().values() for b in p.diagnosis.accepted}
+    taught = {b for p in all_puzzles().values() for b in accepted_anywhere(p)}
     assert set(bottlenecks()) - taught == NOT_YET_TAUGHT
-    drafted = {b for p in all_puzzles(drafts=True).values() for b in p.diagnosis.accepted}
+    drafted = {b for p in all_puzzles(drafts=True).values() for b in accepted_anywhere(p)}
     assert set(bottlenecks()) - drafted == NOT_YET_DRAFTED

@@ -217,7 +217,8 @@ def _diagnose(ws: Workspace, puzzle: Puzzle, progress: Progress) -> Criterion:
 def _learner_profiles(progress: Progress, puzzle: Puzzle, graded_hash: str) -> LearnerProfiles:
     rows = {(row["workload"], row["profiler"]): row
             for workload in ("baseline", "mine") for row in progress.latest_profiles(puzzle.id, workload)}
-    return LearnerProfiles(rows, graded_hash)
+    history = progress.own_profiles(puzzle.id, "mine") if puzzle.stages else []
+    return LearnerProfiles(rows, graded_hash, history)
 
 
 def _next_hint_preview(puzzle: Puzzle, progress: Progress) -> str:

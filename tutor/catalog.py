@@ -111,6 +111,22 @@ class Diagnosis:
     min_evidence: int = 1
 
 
+# A later stage's condition on the profile that shows it (tutor.grading.stages): "metric > number" or "<".
+STAGE_CONDITION = re.compile(r"^\s*([\w.*]+)\s*([<>])\s*(-?[\d.]+(?:e-?\d+)?)\s*$")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A bottleneck that a fix of the one before it reveals (a capstone's [[stages]], after [diagnosis]'s first):
+    named and backed in answer.toml's [[stages]] from a profile of the learner's own workload in which `shows`
+    holds; the tiers from `tier` on need it, and every stage before it."""
+
+    name: str
+    tier: str
+    diagnosis: Diagnosis
+    shows: tuple[str, ...] = ()  # conditions the cited profile must meet: the bottleneck is the one it shows
+
+
 @dataclass(frozen=True)
 class Puzzle:
     id: str
@@ -138,6 +154,7 @@ class Puzzle:
     # Why learners do not see it yet (its tiers not measured on its machine, say); "" once it ships.
     draft: str = ""
     serving: Serving | None = None  # a server replayed against a trace, not a forward() called on inputs
+    stages: tuple[Stage, ...] = ()  # the bottlenecks after the first, each revealed by fixing the one before
 
     @property
     def story(self) -> str:
@@ -203,6 +220,8 @@ def load_puzzle(folder: Path) -> Puzzle:
         workloads = dict(meta["workloads"])
         corr = meta["correctness"]
         diag = meta["diagnosis"]
+        stages = tuple(Stage(name=st["name"], tier=st["tier"], diagnosis=_diagnosis(st),
+                             shows=tuple(st.get("shows", ()))) for st in meta.get("stages", ()))
         puzzle = Puzzle(
             id=meta["id"],
             title=meta["title"],
@@ -216,12 +235,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             correctness=Correctness(**corr),
             timing=Timing(**meta.get("timing", {})),
             tiers=tuple(Tier(**t) for t in meta["tiers"]),
-            diagnosis=Diagnosis(
-                accepted=tuple(diag["accepted"]),
-                supporting=tuple(diag.get("supporting", ())),
-                relevant_metrics=tuple(diag.get("relevant_metrics", ("*",))),
-                min_evidence=int(diag.get("min_evidence", 1)),
-            ),
+            diagnosis=_diagnosis(diag),
             hints=tuple(meta.get("hints", ())),
             profilers=tuple(meta.get("profilers", ("torch",))),
             grade_profilers=tuple(meta.get("grade_profilers", meta.get("profilers", ("torch",))[:1])),
@@ -231,6 +245,7 @@ def load_puzzle(folder: Path) -> Puzzle:
             extra=meta.get("extra", {}),
             draft=str(meta.get("draft", "")),
             serving=Serving(**meta["serving"]) if "serving" in meta else None,
+            stages=stages,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise TutorError(f"{meta_path} is missing or has a bad field: {e}", "Fix the puzzle metadata.") from e
@@ -238,7 +253,30 @@ def load_puzzle(folder: Path) -> Puzzle:
     return puzzle
 
 
+def _diagnosis(table: dict) -> Diagnosis:
+    return Diagnosis(accepted=tuple(table["accepted"]), supporting=tuple(table.get("supporting", ())),
+                     relevant_metrics=tuple(table.get("relevant_metrics", ("*",))),
+                     min_evidence=int(table.get("min_evidence", 1)))
+
+
+def _check_stages(p: Puzzle, meta_path: Path) -> None:
+    """Each later stage unlocks a tier after the first, in the tiers' order, and its conditions parse."""
+    order = list(dict.fromkeys(t.name for t in p.tiers))
+    unlocked = [order.index(st.tier) if st.tier in order else -1 for st in p.stages]
+    for st, at in zip(p.stages, unlocked):
+        if at < 1:
+            raise TutorError(f"{meta_path}: stage '{st.name}' unlocks tier '{st.tier}': it must name a tier after the "
+                             f"first ({order[1:]}); the first tier is [diagnosis]'s", "Fix the puzzle metadata.")
+        bad = [c for c in st.shows if not STAGE_CONDITION.match(c)]
+        if bad:
+            raise TutorError(f"{meta_path}: stage '{st.name}' has conditions {bad}: write each as \"metric > number\" "
+                             "or \"metric < number\"", "Fix the puzzle metadata.")
+    if unlocked != sorted(unlocked):
+        raise TutorError(f"{meta_path}: [[stages]] must unlock their tiers in the tiers' order", "Fix the puzzle metadata.")
+
+
 def _check_references(p: Puzzle, meta_path: Path) -> None:
+    _check_stages(p, meta_path)
     names = set(p.workloads) | {"mine"}
     if "baseline" not in p.workloads:
         raise TutorError(f"{meta_path}: [workloads] needs a 'baseline'", "Fix the puzzle metadata.")

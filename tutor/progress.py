@@ -144,6 +144,11 @@ class Progress:
                                                    order_by="created_at desc, id desc", limit=1))
         return rows[0] if rows else None
 
+    def own_profiles(self, puzzle: str, workload: str) -> list[dict]:
+        """Every profile the learner ran of `workload`, newest first: a capstone's later stages cite earlier code's."""
+        return list(self.db["profiles"].rows_where("puzzle = ? and workload = ? and source = 'own'", [puzzle, workload],
+                                                   order_by="created_at desc, id desc"))
+
     def latest_profiles(self, puzzle: str, workload: str, source: str = "own") -> list[dict]:
         """The newest profile of `workload` from each profiler (torch, ncu, ...): the learner's own, by default."""
         return list(self.db.query(

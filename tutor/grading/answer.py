@@ -102,9 +102,18 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class StageAnswer:
+    """A later stage's bottleneck (a capstone's answer.toml [[stages]], in order), with its [[stages.evidence]]."""
+
+    bottleneck: str
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True)
 class Answer:
     bottleneck: str
     evidence: tuple[Evidence, ...]
+    stages: tuple[StageAnswer, ...] = ()
 
 
 def read_answer(path: Path) -> Answer:
@@ -132,10 +141,27 @@ def read_answer(path: Path) -> Answer:
                           _nth_line(text, r"bottleneck\s*="), source=text)
     if not bottleneck.strip():  # the untouched template: an answer not given yet, not a broken file
         raise TutorError(f"{path.name} names no bottleneck.", TEMPLATE_HELP)
-    items = data.get("evidence", [])
+    evidence = _evidence(path, text, data.get("evidence", []), "evidence")
+    stages = data.get("stages", [])
+    if not isinstance(stages, list) or not all(isinstance(st, dict) for st in stages):
+        raise AnswerError(path, "stages must be a list of [[stages]] tables.",
+                          _nth_line(text, r"(stages\s*=|\[\s*stages\s*\])"), source=text)
+    later = []
+    for n, st in enumerate(stages, start=2):
+        named = st.get("bottleneck", "")
+        if not isinstance(named, str):
+            raise AnswerError(path, f'stage {n}\'s bottleneck is {_kind(named)}: write it as text, bottleneck = "<id>".',
+                              _nth_line(text, r"\[\[\s*stages\s*\]\]", n - 1), source=text)
+        later.append(StageAnswer(named.strip(), _evidence(path, text, st.get("evidence", []), f"stage {n}'s evidence")))
+    return Answer(bottleneck.strip(), tuple(evidence), tuple(later))
+
+
+def _evidence(path: Path, text: str, items, what: str) -> tuple[Evidence, ...]:
+    """An [[evidence]] list (or a stage's [[stages.evidence]]): each a metric's name and the value cited."""
+    table = "evidence" if what == "evidence" else "stages.evidence"
     if not isinstance(items, list):
-        raise AnswerError(path, "evidence must be a list of [[evidence]] tables.",
-                          _nth_line(text, r"(evidence\s*=|\[\s*evidence\s*\])"), source=text)
+        raise AnswerError(path, f"{what} must be a list of [[{table}]] tables.",
+                          _nth_line(text, rf"({table}\s*=|\[\s*{table}\s*\])"), source=text)
     evidence = []
     for i, item in enumerate(items, start=1):
         metric, value = (item.get("metric"), item.get("value")) if isinstance(item, dict) else (None, None)
@@ -143,7 +169,8 @@ def read_answer(path: Path) -> Answer:
             key, got = ("metric", metric) if not isinstance(metric, str) else ("value", value)
             wrong = ("it is not a table" if not isinstance(item, dict) else
                      f"its {key} is missing" if got is None else f"its {key} is {_kind(got)}")
-            raise AnswerError(path, f"evidence #{i} needs a metric name (text) and a value (a number); {wrong}.",
-                              _evidence_line(text, i, key), source=text)
+            line = _evidence_line(text, i, key) if what == "evidence" else _nth_line(text, r"\[\[\s*stages\.evidence")
+            raise AnswerError(path, f"{what} #{i} needs a metric name (text) and a value (a number); {wrong}.",
+                              line, source=text)
         evidence.append(Evidence(metric.strip(), float(value)))
-    return Answer(bottleneck.strip(), tuple(evidence))
+    return tuple(evidence)

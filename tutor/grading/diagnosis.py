@@ -22,9 +22,10 @@ def value_matches(cited: float, measured: float) -> bool:
     return math.isclose(cited, measured, rel_tol=REL_TOLERANCE, abs_tol=ABS_TOLERANCE)
 
 
-def check_diagnosis(puzzle: Puzzle, answer: Answer,
-                    profile_values: dict[str, float | list[float]] | None) -> Criterion:
-    """`profile_values` maps a metric to its value, or to its values in each profiler's profile (any may match)."""
+def check_diagnosis(puzzle: Puzzle, answer: Answer, profile_values: dict[str, float | list[float]] | None,
+                    profile: str = "baseline") -> Criterion:
+    """`profile_values` maps a metric to its value, or to its values in each profiler's profile (any may match);
+    `profile` says whose profile it is (a capstone's later stage: one of the learner's own workload)."""
     details: list[str] = []
     known = bottlenecks()
     named = answer.bottleneck
@@ -42,13 +43,13 @@ def check_diagnosis(puzzle: Puzzle, answer: Answer,
         named_ok = False
 
     if profile_values is None:
-        details.append(f"No baseline profile recorded yet: run `infprof-tutor profile {puzzle.id}` and cite its numbers.")
+        details.append(f"No {profile} profile recorded yet: run `infprof-tutor profile {puzzle.id}` and cite its numbers.")
         return Criterion("diagnosis", False, "No profile to check your evidence against.", details)
 
     relevant, backed = 0, 0
     for ev in answer.evidence:
         if ev.metric not in profile_values:
-            details.append(f"evidence {ev.metric}: not a metric of your baseline profile.")
+            details.append(f"evidence {ev.metric}: not a metric of your {profile} profile.")
             continue
         measured = profile_values[ev.metric]
         measured = measured if isinstance(measured, list) else [measured]

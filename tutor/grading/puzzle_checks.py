@@ -1,5 +1,6 @@
-"""Puzzle-specific checks: a module `graders/<name>.py` named by puzzle.toml's `grader`, and a kernel
-puzzle's [kernel_evidence] (tutor.grading.kernel_evidence) where puzzle.toml asks for it.
+"""Puzzle-specific checks: a module `graders/<name>.py` named by puzzle.toml's `grader`, a kernel
+puzzle's [kernel_evidence] (tutor.grading.kernel_evidence) where puzzle.toml asks for it, and a capstone's
+later stages (tutor.grading.stages).
 
 Such a module defines `criteria(puzzle, result, answer_path, profiles) -> list[Criterion]`,
 where result is the harness's raw check result (samples, correctness checks, the timed
@@ -14,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tutor.catalog import Puzzle
+from tutor.errors import TutorError
+from tutor.grading import stages
+from tutor.grading.answer import read_answer
 from tutor.grading.verdict import Criterion
 from tutor.metrics import ProfileMetrics
 
@@ -24,6 +28,8 @@ class LearnerProfiles:
 
     rows: dict[tuple[str, str], dict] = field(default_factory=dict)
     code_hash: str = ""
+    # Every profile the learner ran of their own workload, newest first: a capstone's later stages cite them.
+    own_history: list[dict] = field(default_factory=list)
 
     def newest(self, workload: str, profiler: str) -> ProfileMetrics | None:
         row = self.rows.get((workload, profiler))
@@ -49,7 +55,17 @@ def puzzle_criteria(puzzle: Puzzle, result: dict, answer_path: Path | None = Non
         from tutor.grading import kernel_evidence
 
         found.append(kernel_evidence.criterion(puzzle, kernel_evidence.cited_table(answer_path), profiles))
+    if puzzle.stages:  # a capstone's later stages (tutor.grading.stages)
+        found.extend(stages.stage_criteria(puzzle, _readable_answer(answer_path), profiles.own_history))
     return found
+
+
+def _readable_answer(answer_path: Path | None):
+    """The learner's answer, or None where it cannot be read (the diagnosis says why)."""
+    try:
+        return read_answer(answer_path) if answer_path else None
+    except TutorError:
+        return None
 
 
 def quick_criteria(puzzle: Puzzle, result: dict) -> list[Criterion]:
