@@ -132,7 +132,7 @@ def reached(grade: dict, bars: float = 1.0) -> str:
 
 
 def harness_check(puzzle, mine: str | Path, run_dir: Path, baseline: Path | None = None, spec: Path | None = None,
-                  device: str = "cpu", checks: int = 1, warmup: int = 1, rounds: int = 2) -> dict:
+                  device: str = "cpu", checks: int = 1, warmup: int = 1, rounds: int = 2, judged: bool = False) -> dict:
     """A puzzle's workload `mine` (a file of its folder, or a path) checked against its baseline (or `baseline`) as a
     grade checks it, the puzzle's spec or `spec` (a CPU's sizes); a multi-GPU puzzle one process a rank (gloo on the
     CPU, NCCL on GPUs). The harness's result."""
@@ -143,7 +143,8 @@ def harness_check(puzzle, mine: str | Path, run_dir: Path, baseline: Path | None
     request = {"mode": "check", "device": device, "seed": 5, "spec": str(spec or puzzle.folder / "spec.py"), **ranks,
                "workloads": {"baseline": str(baseline or puzzle.folder / "baseline.py"), "mine": str(mine_path)},
                "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-               "oracle": "baseline", "correctness": {"checks": checks}, "timing": {"warmup": warmup, "rounds": rounds}}
+               "oracle": "baseline", "correctness": {"checks": checks, "judged": judged},
+               "timing": {"warmup": warmup, "rounds": rounds}}
     return run_harness(request, run_dir / f"run-{mine_path.parent.name}-{mine_path.name}", 300).result
 
 

@@ -94,7 +94,7 @@ def test_a_real_quick_check_of_a_wrong_workload_on_puzzle0_records_nothing(works
     request = json.loads((q.run_dir / "request.json").read_text())
     assert request["mode"] == "check" and request["time"] == ["mine", "baseline"]
     assert request["timing"] == {"warmup": 1, "rounds": 10, "min_rounds": 4, "budget_s": 0.4}
-    assert request["correctness"] == {"checks": 1, "output": "any"}
+    assert request["correctness"] == {"checks": 1, "output": "any", "judged": False}
     assert [e["stage"] for e in events if e["type"] == "stage"][-1] == "timing"
     progress = Progress(workspace.db_path)
     assert progress.attempts("puzzle0") == [] and progress.latest_profile("puzzle0", "mine") is None

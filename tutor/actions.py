@@ -94,7 +94,8 @@ def check_request(ws: Workspace, puzzle: Puzzle, timed: list[str]) -> dict:
     oracle = puzzle.correctness.oracle
     request = _base_request(ws, puzzle, "check", list(dict.fromkeys([*timed, oracle])))
     request.update(candidate="mine", oracle=oracle, time=timed,
-                   correctness={"checks": puzzle.correctness.checks, "output": puzzle.correctness.output})
+                   correctness={"checks": puzzle.correctness.checks, "output": puzzle.correctness.output,
+                                "judged": puzzle.correctness.judged})
     return request
 
 

@@ -79,6 +79,9 @@ class Correctness:
     max_rel_l2: float
     checks: int = 3
     output: str = "any"  # one of OUTPUTS
+    # The output depends on its own path (a greedy decode's tokens): judged along it by spec.judge in the oracle's
+    # process (tutor.harness.worker.Worker.judge), each choice's score against the best it could have had.
+    judged: bool = False
 
 
 @dataclass(frozen=True)

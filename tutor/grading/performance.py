@@ -27,6 +27,8 @@ def check_correctness(puzzle: Puzzle, checks: list[dict], timed_checks=()) -> Cr
         if on_host and c.get("on_gpu"):
             return "the output is on the GPU: forward() must return it in host memory (a CPU tensor), as the spec says"
         part = f" at {c['sampled_values']} sampled values" if c.get("sampled_values") else ""
+        if c.get("judged"):  # a decode's choices, scored by the oracle along the learner's own path
+            part = " between each choice's score and the best of its step, along your own path"
         return f"relative L2 error {c['rel_l2']:.2e}{part}, " + ("ok" if ok(c) else f"too far (limit {limit_of(c):g})")
 
     details = [f"input {i}: {describe(c)}" for i, c in enumerate(checks, start=1)]

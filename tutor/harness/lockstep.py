@@ -288,8 +288,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
     checks = []
     for _ in range(request["correctness"]["checks"]):
         seed = secrets.randbelow(2**62)
-        checks.append(compare(learner.ask("run", name=candidate, seed=seed)["out"],
-                              ruler.ask("run", name=oracle, seed=seed)["out"]))
+        checks.append(judged(request, ruler, seed, learner.ask("run", name=candidate, seed=seed)["out"],
+                             ruler.ask("run", name=oracle, seed=seed)["out"]))
 
     rounds = request["timing"]["rounds"]
     # A quick check may stop early: after `min_rounds`, once `budget_s` of timing is spent.
@@ -321,7 +321,7 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         for seed, out in mine:  # an oracle not timed: the ruler runs it on the same input
             if seed not in ref:
                 ref[seed] = ruler.ask("run", name=oracle, seed=seed)["out"]
-            timed_checks.append(compare(out, ref[seed]))
+            timed_checks.append(judged(request, ruler, seed, out, ref[seed]))
         timed_checks += every_call_checked(request, seeds, learner, ruler, ref)
         sink.progress("timing", r + 1, rounds)
 
@@ -349,7 +349,22 @@ def every_call_checked(request: dict, seeds: list[int], learner, ruler, whole: d
         outs = [whole[s] if s in whole else ruler.ask("run", name=request["oracle"], seed=s)["out"] for s in seeds]
         theirs = [o if "problem" in o else call_checks.sampled(o["tensor"], seed, o["cuda"], o.get("strides"))
                   for o in outs]
-    return [compare(m, t) for m, t in zip(mine, theirs, strict=True)]
+    return [judged(request, ruler, s, m, t) for s, m, t in zip(seeds, mine, theirs, strict=True)]
+
+
+def judged(request: dict, ruler, seed: int, mine: dict, theirs: dict) -> dict:
+    """The learner's output on the input `seed` makes against the oracle's (tutor.harness.checks.compare); where the
+    puzzle's output depends on its own path (correctness judged: a greedy decode's tokens), judged along that path
+    by the oracle instead (Worker.judge): each choice's score against the best it could have had. Whole outputs
+    only: a sample would leave out the choices that set the path."""
+    plain = compare(mine, theirs)
+    if not request.get("correctness", {}).get("judged") or plain.get("problem"):
+        return plain
+    if mine.get("whole") is False:
+        return {"ok_structure": False, "problem": "a decoded output is judged whole: no more than "
+                                                  f"{call_checks.SAMPLED} values"}
+    verdict = ruler.ask("judge", name=request["oracle"], seed=seed, out=mine)
+    return {**compare(verdict["scored"], verdict["best"]), "judged": True}
 
 
 def merge(checks: list, timed_checks: list, theirs: dict, mine: dict, stalled: list[str]) -> dict:

@@ -119,6 +119,9 @@ class Worker:
         self.serving = "serving" in request
         self.spec_api, self.workload_api = apis(request)
         self.spec = load_module(Path(request["spec"]), "spec", self.spec_api)
+        if request.get("correctness", {}).get("judged") and not callable(getattr(self.spec, "judge", None)):
+            raise HarnessFailure("bad_request", "puzzle.toml's [correctness] judged = true, but its spec.py has no "
+                                                "judge(state, inputs, output): the puzzle is broken")
         # A puzzle with a memory budget: the allocator's peak, kept out of the workloads' reach before they load.
         self.peak = AllocatorPeak() if self.device.cuda and hasattr(self.spec, "MEMORY_SLACK") else None
         self.modules, self.states, self.resident, self.servers = {}, {}, {}, {}
@@ -272,6 +275,17 @@ class Worker:
         it only after the round, so no call could know them."""
         return {"samples": call_checks.samples(self.kept.pop(name, []), seed)}
 
+    def judge(self, name: str, seed: int, out: dict) -> dict:
+        """A path-dependent output (a greedy decode's tokens: bf16's rounding in another order may pick another of
+        two near-equal tokens, and every later token follows it) judged along its own path by the oracle `name`:
+        the spec's judge(state, inputs, output) gives what each of its choices scored and the best each could have,
+        for tutor.harness.checks.compare. An output only as right as its choices, whatever path it took."""
+        if "problem" in out:
+            return {"scored": out, "best": out}
+        output = out["tensor"].reshape(out.get("shape", out["tensor"].shape)).to(self.device.name)
+        scored, best = call_workload("spec.judge", self.spec.judge, self.states[name], self._input(seed), output)
+        return {"scored": wire.portable(scored), "best": wire.portable(best)}
+
     def open_server(self, name: str) -> dict:
         """A fresh server of `name` for one replay: nothing queued, nothing left from the replay before. The
         ruler's waits out GPU work the learner's process left running first, as a comparator's call does."""
@@ -389,7 +403,7 @@ QUIET_LIMIT_S = 5.0
 # How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
 # returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
 HOST_OUTPUT_HOLD_MS = 300.0
-OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "time", "sampled",
+OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "time", "sampled", "judge",
               "open_server", "submit", "step", "close_server", "finish")
 
 
