@@ -136,7 +136,7 @@ def test_numbers_no_profile_of_the_learners_shows_are_not_credited(tmp_path):
     assert made_up[0].caps_tier == "bronze" and any("your profile shows 4096" in d for d in made_up[0].details)
     unprofiled = stage_criteria(puzzle, answer_with(tmp_path, COPIES), [])
     assert unprofiled[0].caps_tier == "bronze"
-    assert any("own workload's profile recorded yet" in d for d in unprofiled[0].details)
+    assert any("--which mine" in d for d in unprofiled[0].details)
 
 
 def test_a_condition_on_a_metric_the_profile_lacks_is_unmet():

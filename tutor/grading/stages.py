@@ -59,8 +59,9 @@ def _check_stage(puzzle: Puzzle, stage: Stage, named: StageAnswer | None,
     as_stage = dataclasses.replace(puzzle, diagnosis=stage.diagnosis)
     cited = Answer(named.bottleneck, named.evidence)
     if not profiles:
-        verdict = check_diagnosis(as_stage, cited, None, profile="own workload's")
-        return False, f"{verdict.summary} {locked}", verdict.details
+        return False, f"No profile of your workload to check your evidence against. {locked}", [
+            f"Profile your workload while this bottleneck shows (infprof-tutor profile {puzzle.id} --which mine) "
+            "and cite its numbers."]
     best = None
     for values in profiles:
         verdict = check_diagnosis(as_stage, cited, values, profile="own workload's")

@@ -1,0 +1,117 @@
+"""puzzle27, The whole model (a draft: issue 38's capstone), as far as the CPU can check it: a Llama-shaped decoder
+at a small model's sizes, whose every honest style chooses the model's best tokens along its own path (judged by
+the spec in the oracle's process), whose cheats choose tokens the model scores far lower, and whose grade names
+three stages in order; the harness judges every call. How fast each stage runs is the H100's to measure
+(MEASUREMENTS.md lists what is owed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import harness_check, puzzle_file
+from tutor.catalog import all_puzzles, get_puzzle
+from tutor.grading.answer import read_answer
+
+PUZZLE = get_puzzle("puzzle27", drafts=True)
+# A small model whose layers weigh in the residual stream what the real one's do: the weights' std scaled so that
+# std x sqrt(HIDDEN) stays 0.9 (each layer's output as large as its input, not a fiftieth of it).
+SMALL = {"LAYERS": 4, "HIDDEN": 64, "HEADS": 4, "KV_HEADS": 2, "HEAD_DIM": 16, "FFN": 256, "VOCAB": 512,
+         "BATCH": 2, "PROMPT": 32, "INIT_STD": 0.113}
+HONEST = ["baseline.py", "solution/workload.py", "alternatives/gpu_argmax.py", "alternatives/graphed_fp32_head.py"]
+SIZE_LINES = {"LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 16, 2048, 32, 8, 64, 8192, 128256":
+              "LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 4, 64, 4, 2, 16, 256, 512",
+              "BATCH, PROMPT, STEPS = 8, 2048, 64": "BATCH, PROMPT, STEPS = 2, 32, 64",
+              "ROPE_THETA, NORM_EPS, INIT_STD = 500000.0, 1e-5, 0.02": "ROPE_THETA, NORM_EPS, INIT_STD = 500000.0, 1e-5, 0.113"}
+
+
+def test_the_capstone_is_a_draft_with_three_stages_and_a_judged_output():
+    assert PUZZLE.draft and "puzzle27" not in all_puzzles() and PUZZLE.correctness.judged
+    assert [PUZZLE.diagnosis.accepted, *(s.diagnosis.accepted for s in PUZZLE.stages)] == [
+        ("host_sync",), ("launch_overhead",), ("global_memory_traffic",)]
+    assert [s.tier for s in PUZZLE.stages] == ["silver", "gold"]
+
+
+def test_the_reference_answer_names_each_stage_in_order():
+    answer = read_answer(PUZZLE.solution_dir / "answer.toml")
+    assert [answer.bottleneck, *(s.bottleneck for s in answer.stages)] == [
+        "host_sync", "launch_overhead", "global_memory_traffic"]
+    assert all(len(s.evidence) >= stage.diagnosis.min_evidence for s, stage in zip(answer.stages, PUZZLE.stages))
+
+
+def judged_errors(styles: list[str], seed: int = 1) -> dict[str, float]:
+    """Each style's tokens judged by the spec's model along their own path: the relative L2 between each choice's
+    logit and the best of its step."""
+    spec = puzzle_file(PUZZLE, "spec.py", SMALL)
+    weights, inputs = spec.make_weights(0, "cpu"), spec.make_input(seed, "cpu")
+    errors = {}
+    for style in styles:
+        module = puzzle_file(PUZZLE, style)
+        tokens = module.forward(module.prepare(weights, "cpu"), inputs)
+        assert tokens.shape == (SMALL["BATCH"], spec.STEPS) and tokens.dtype == torch.long
+        scored, best = spec.judge(weights, inputs, tokens)
+        errors[style] = float((scored - best).norm() / best.norm())
+    return errors
+
+
+def test_every_honest_style_chooses_the_models_best_tokens_along_its_own_path():
+    errors = judged_errors(HONEST)
+    print(errors)
+    assert max(errors.values()) < PUZZLE.correctness.max_rel_l2 / 4, errors
+
+
+def test_a_decode_that_skips_half_the_layers_chooses_tokens_the_model_scores_far_lower():
+    errors = judged_errors(["cheats/half_the_layers.py"])
+    print(errors)
+    assert errors["cheats/half_the_layers.py"] > 10 * PUZZLE.correctness.max_rel_l2
+
+
+def test_the_model_does_not_repeat_its_token_the_way_an_embedding_alone_would():
+    """A random model whose layers weigh little picks the token it was fed (the tied embedding's self-similarity):
+    a table would answer it. At these weights the layers decide: few repeats, many distinct tokens."""
+    spec = puzzle_file(PUZZLE, "spec.py", SMALL)
+    module = puzzle_file(PUZZLE, "solution/workload.py")
+    tokens = module.forward(module.prepare(spec.make_weights(0, "cpu"), "cpu"), spec.make_input(2, "cpu"))
+    assert (tokens[:, 1:] == tokens[:, :-1]).float().mean() < 0.2 and tokens.unique().numel() > 40
+
+
+def small_spec(tmp_path: Path) -> Path:
+    source = (PUZZLE.folder / "spec.py").read_text()
+    for line, small in SIZE_LINES.items():
+        assert line in source
+        source = source.replace(line, small)
+    spec = tmp_path / "spec.py"
+    spec.write_text(source)
+    return spec
+
+
+def test_the_harness_judges_every_call_of_the_reference_and_of_the_blanker(tmp_path):
+    """Graded as the GPU grades it, at a CPU's sizes: the reference right on every check and every timed call; the
+    workload that returns zeros on the calls it takes for unchecked judged wrong on those."""
+    spec = small_spec(tmp_path)
+    honest = harness_check(PUZZLE, "solution/workload.py", tmp_path, spec=spec, judged=True)
+    every = honest["checks"] + honest["timed_checks"]
+    assert every and all(c["judged"] and c["rel_l2"] < PUZZLE.correctness.max_rel_l2 for c in every), every
+    blanker = harness_check(PUZZLE, "cheats/reads_which_call_is_checked.py", tmp_path, spec=spec, judged=True)
+    assert all(c["rel_l2"] < PUZZLE.correctness.max_rel_l2 for c in blanker["checks"])
+    assert any(c["rel_l2"] > 0.5 for c in blanker["timed_checks"]), blanker["timed_checks"]
+
+
+@pytest.mark.gpu
+def test_gpu_every_style_judged_at_the_scenes_sizes():
+    """On CUDA at the real shapes (2.5 GB of weights, a 537 MB cache): each honest style's judged error, and the
+    cheat's; printed for MEASUREMENTS.md, the tolerance set from them."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    spec = puzzle_file(PUZZLE, "spec.py")
+    weights, inputs = spec.make_weights(0, "cuda"), spec.make_input(1, "cuda")
+    errors = {}
+    for style in [*HONEST, "cheats/half_the_layers.py"]:
+        module = puzzle_file(PUZZLE, style)
+        tokens = module.forward(module.prepare(weights, "cuda"), inputs)
+        scored, best = spec.judge(weights, inputs, tokens)
+        errors[style] = float((scored - best).norm() / best.norm())
+    print("judged errors at the scene's sizes:", errors)
+    assert max(errors[s] for s in HONEST) < PUZZLE.correctness.max_rel_l2 < errors["cheats/half_the_layers.py"]
