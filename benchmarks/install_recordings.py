@@ -4,7 +4,8 @@
 
 RESULTS is a device call's unpacked results (a folder per puzzle, as `measure_draft.py PUZZLE OUT/PUZZLE` writes
 them). For each puzzle: the baseline's torch metrics and trace and, for a kernel puzzle, its Nsight Compute
-export go to the puzzle's recordings/; the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
+export go to the puzzle's recordings/, and so does a capstone's profile of each later stage
+(h100_stageN_metrics.json); the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
 (conftest.reference_ncu prefers it to an H200's; h200_PUZZLE_... where --card names an H200). recorded_on.txt,
 which names another card, is removed: the recordings are the H100's now, as study mode says by default. Pass
 --card to name another card instead.
@@ -27,7 +28,9 @@ def install(results: Path, puzzle: str, card: str | None, root: Path = ROOT) -> 
         raise SystemExit(f"{found} has no {BASELINE[0]}: did the call record {puzzle}'s baseline?")
     recordings.mkdir(exist_ok=True)  # a draft's first recordings
     done = []
-    for name in BASELINE:
+    # A capstone's later stages: the profile of the fix that shows each (measure_draft.py's record_stages).
+    stages = sorted(path.name for path in found.glob("h100_stage*_metrics.json"))
+    for name in (*BASELINE, *stages):
         if (found / name).is_file():
             shutil.copy2(found / name, recordings / name)
             done.append(f"{puzzle}/recordings/{name}")

@@ -40,6 +40,18 @@ def record_baseline(ws, puzzle, out: Path) -> None:
         shutil.copyfileobj(src, dst)
 
 
+def record_stages(ws, puzzle, out: Path) -> None:
+    """A capstone's later stages: the torch profile of the file that shows each ([[stages]] shown_by), run as the
+    learner's workload, as h100_stage<N>_metrics.json (dev check credits the reference answer's stage on it)."""
+    from tutor import actions
+
+    for number, stage in enumerate(puzzle.stages, start=2):
+        if stage.shown_by:
+            shutil.copy2(puzzle.folder / stage.shown_by, ws.editable_path(puzzle, "workload.py"))
+            outcome = actions.profile(ws, puzzle, "mine")
+            shutil.copy2(outcome.run_dir / "metrics.json", out / puzzle.recorded_stage(number).name)
+
+
 def record_ncu(ws, puzzle, out: Path) -> None:
     """The baseline's and the reference's Nsight Compute exports, for a kernel puzzle's CPU tests. The
     reference's workload.py alone is put in place: profiling needs no answer, and ready_to_grade would
@@ -82,6 +94,7 @@ def main() -> None:
     started = time.monotonic()
     if not args.no_recordings:
         record_baseline(ws, puzzle, args.out)
+        record_stages(ws, puzzle, args.out)
         if "ncu" in puzzle.profilers:
             record_ncu(ws, puzzle, args.out)
         print(f"recordings: {time.monotonic() - started:.1f} s", flush=True)

@@ -165,3 +165,58 @@ def test_a_grade_reads_the_learners_answer_and_every_profile_of_their_own_worklo
     answer.write_text("not toml [")  # unreadable: the diagnosis says why; every later stage waits
     assert [c.caps_tier for c in puzzle_criteria(puzzle, {}, answer, _learner_profiles(progress, puzzle, "c"))] == \
         ["bronze", "silver"]
+
+
+def with_reference_stages(puzzle, answer: str):
+    (puzzle.solution_dir / "answer.toml").write_text(
+        'bottleneck = "cpu_overhead"\n[[evidence]]\nmetric = "cpu.time_per_iter_us"\nvalue = 1.0\n' + answer)
+    puzzle.recordings_dir.mkdir(exist_ok=True)
+
+
+def stage_checks(puzzle) -> dict[str, tuple[str, str]]:
+    from tutor.dev_check import static_checks
+
+    return {c.name: (c.status, c.detail) for c in static_checks(puzzle) if c.name.startswith("stage ")}
+
+
+def test_dev_check_credits_the_reference_answers_stages_on_the_recordings_that_show_them(tmp_path):
+    """Each later stage's recording (recordings/h100_stage<N>_metrics.json, the profile of the file that shows it):
+    the reference answer's stage credited on it, the values its evidence cites read from it."""
+    puzzle = staged_puzzle(tmp_path)
+    with_reference_stages(puzzle, COPIES + LAUNCHES.replace("300", "1").replace("900", "1"))
+    puzzle.recorded_stage(2).write_text(AFTER_COPIES["metrics_json"])
+    puzzle.recorded_stage(3).write_text(AFTER_LAUNCHES["metrics_json"])
+    assert {n: s for n, (s, _) in stage_checks(puzzle).items()} == {"stage 2: the copies": "ok",
+                                                                    "stage 3: the launches": "ok"}
+    busy = profile_row(**{"gpu.busy_fraction": 0.95, "kernels.per_iter": 300.0, "launch.api_us_per_iter": 900.0})
+    puzzle.recorded_stage(3).write_text(busy["metrics_json"])  # a recording in which the launches do not show
+    status, detail = stage_checks(puzzle)["stage 3: the launches"]
+    assert status == "failed" and "gpu.busy_fraction < 0.5" in detail
+
+
+def test_dev_check_names_a_missing_stage_recording_and_a_missing_reference_stage(tmp_path):
+    puzzle = staged_puzzle(tmp_path)
+    with_reference_stages(puzzle, COPIES)
+    checks = stage_checks(puzzle)
+    assert checks["stage 2: the copies"][0] == "failed" and "h100_stage2_metrics.json is missing" in \
+        checks["stage 2: the copies"][1]
+    assert checks["stage 3: the launches"] == ("failed", "the reference answer.toml has no [[stages]] table for it")
+
+
+def test_a_stage_shown_by_a_file_the_puzzle_lacks_is_refused(tmp_path):
+    with pytest.raises(TutorError, match="shown by alternatives/nowhere.py, which does not exist"):
+        staged_puzzle(tmp_path, STAGES.replace('tier = "silver"', 'tier = "silver"\nshown_by = "alternatives/nowhere.py"'))
+
+
+def test_the_recordings_installer_ships_each_stages_profile(tmp_path):
+    from tutor.harness.loading import load_module
+
+    installer = load_module(Path(__file__).parents[1] / "benchmarks" / "install_recordings.py", "installer", ())
+    root, results = tmp_path / "repo", tmp_path / "results" / "capstone"
+    (root / "challenges" / "capstone").mkdir(parents=True)
+    results.mkdir(parents=True)
+    for name in ("h100_baseline_metrics.json", "h100_stage2_metrics.json", "h100_stage3_metrics.json"):
+        (results / name).write_text(name)
+    installer.install(results.parent, "capstone", None, root)
+    shipped = sorted(p.name for p in (root / "challenges" / "capstone" / "recordings").iterdir())
+    assert shipped == ["h100_baseline_metrics.json", "h100_stage2_metrics.json", "h100_stage3_metrics.json"]

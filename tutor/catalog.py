@@ -128,6 +128,9 @@ class Stage:
     tier: str
     diagnosis: Diagnosis
     shows: tuple[str, ...] = ()  # conditions the cited profile must meet: the bottleneck is the one it shows
+    # The puzzle's file (an alternative that fixes the stages before it) whose profile shows this stage: recorded
+    # as recordings/h100_stage<N>_metrics.json (benchmarks/measure_draft.py), for study mode and dev check.
+    shown_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,10 @@ class Puzzle:
         (tutor.grading.serving.check_serving_floor)."""
         return self.hardware.device == "cuda" and self.serving
 
+    def recorded_stage(self, number: int) -> Path:
+        """Where the profile that shows later stage `number` (2, 3, ...) is recorded, as the baseline's is."""
+        return self.recordings_dir / f"h100_stage{number}_metrics.json"
+
     @property
     def recorded_baseline(self) -> Path:
         """The baseline's PyTorch profile in recordings/: there once the puzzle was measured on its machine."""
@@ -224,7 +231,8 @@ def load_puzzle(folder: Path) -> Puzzle:
         corr = meta["correctness"]
         diag = meta["diagnosis"]
         stages = tuple(Stage(name=st["name"], tier=st["tier"], diagnosis=_diagnosis(st),
-                             shows=tuple(st.get("shows", ()))) for st in meta.get("stages", ()))
+                             shows=tuple(st.get("shows", ())), shown_by=st.get("shown_by", ""))
+                       for st in meta.get("stages", ()))
         puzzle = Puzzle(
             id=meta["id"],
             title=meta["title"],
@@ -270,6 +278,9 @@ def _check_stages(p: Puzzle, meta_path: Path) -> None:
         if at < 1:
             raise TutorError(f"{meta_path}: stage '{st.name}' unlocks tier '{st.tier}': it must name a tier after the "
                              f"first ({order[1:]}); the first tier is [diagnosis]'s", "Fix the puzzle metadata.")
+        if st.shown_by and not (p.folder / st.shown_by).is_file():
+            raise TutorError(f"{meta_path}: stage '{st.name}' is shown by {st.shown_by}, which does not exist",
+                             "Fix the puzzle metadata.")
         bad = [c for c in st.shows if not STAGE_CONDITION.match(c)]
         if bad:
             raise TutorError(f"{meta_path}: stage '{st.name}' has conditions {bad}: write each as \"metric > number\" "

@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 
 from tutor.catalog import NO_TIER, Puzzle, load_puzzle
 from tutor.errors import TutorError
+from tutor.grading import stages
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.metrics import ProfileMetrics
@@ -74,10 +75,13 @@ def static_checks(puzzle: Puzzle) -> Iterator[Check]:
         yield _failed("hints", f"{len(puzzle.hints)} hints (at least {MIN_HINTS}); too short: {short or 'none'}")
     else:
         yield _ok("hints", f"{len(puzzle.hints)}; their order, from where to look to how to fix, is the author's")
-    unknown = [b for b in (*puzzle.diagnosis.accepted, *puzzle.diagnosis.supporting) if b not in bottlenecks()]
+    diagnoses = (puzzle.diagnosis, *(st.diagnosis for st in puzzle.stages))  # a capstone's, one a stage
+    unknown = [b for d in diagnoses for b in (*d.accepted, *d.supporting) if b not in bottlenecks()]
     yield _failed("bottlenecks", f"not in the taxonomy: {unknown}") if unknown else \
-        _ok("bottlenecks", ", ".join(puzzle.diagnosis.accepted))
+        _ok("bottlenecks", ", then ".join(", ".join(d.accepted) for d in diagnoses))
     yield from _reference_diagnosis(puzzle)
+    if puzzle.stages:
+        yield from _reference_stages(puzzle)
     yield from _notes(puzzle)
     if puzzle.floor_checked:
         yield _floor(puzzle)
@@ -175,6 +179,33 @@ def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:
         criterion = check_diagnosis(puzzle, cited, profile.values)
         yield Check(f"reference diagnosis vs {name}", "ok" if criterion.passed else "failed",
                     criterion.summary if criterion.passed else "; ".join([criterion.summary, *criterion.details]))
+
+
+def _reference_stages(puzzle: Puzzle) -> Iterator[Check]:
+    """A capstone's later stages: the reference answer's each credited on the recording of the profile that shows
+    it (recordings/h100_stage<N>_metrics.json, the values its evidence cites taken from it)."""
+    answer = read_answer(puzzle.solution_dir / "answer.toml")
+    for number, stage in enumerate(puzzle.stages, start=2):
+        name = f"stage {number}: {stage.name}"
+        recorded = puzzle.recorded_stage(number)
+        named = answer.stages[number - 2] if len(answer.stages) > number - 2 else None
+        if named is None:
+            yield _failed(name, "the reference answer.toml has no [[stages]] table for it")
+            continue
+        if not recorded.is_file():
+            why = (f"recordings/{recorded.name} is missing: record the profile of {stage.shown_by or 'its fix'} "
+                   "on its machine")
+            yield Check(name, "skipped", f"draft ({puzzle.draft}): {why}") if puzzle.draft else _failed(name, why)
+            continue
+        values = ProfileMetrics.from_json(recorded.read_text()).values
+        missing = [e.metric for e in named.evidence if e.metric not in values]
+        if missing:
+            yield _failed(name, f"cites metrics {recorded.name} lacks: {missing}")
+            continue
+        cited = dataclasses.replace(named, evidence=tuple(dataclasses.replace(e, value=values[e.metric])
+                                                          for e in named.evidence))
+        credited, summary, details = stages.check_stage(puzzle, stage, cited, [values])
+        yield Check(name, "ok" if credited else "failed", summary if credited else "; ".join([summary, *details]))
 
 
 def _notes(puzzle: Puzzle) -> Iterator[Check]:

@@ -42,14 +42,15 @@ def stage_criteria(puzzle: Puzzle, answer: Answer | None, own_profiles: list[dic
     criteria = []
     for n, stage in enumerate(puzzle.stages, start=2):
         named = given[n - 2] if len(given) > n - 2 else None
-        credited, summary, details = _check_stage(puzzle, stage, named, profiles)
+        credited, summary, details = check_stage(puzzle, stage, named, profiles)
         cap = "" if credited else order[order.index(stage.tier) - 1]
         criteria.append(Criterion(f"stage {n}: {stage.name}", True, summary, details, caps_tier=cap))
     return criteria
 
 
-def _check_stage(puzzle: Puzzle, stage: Stage, named: StageAnswer | None,
-                 profiles: list[dict[str, float]]) -> tuple[bool, str, list[str]]:
+def check_stage(puzzle: Puzzle, stage: Stage, named: StageAnswer | None,
+                profiles: list[dict[str, float]]) -> tuple[bool, str, list[str]]:
+    """Whether a stage is credited on any one of the profiles' values; a summary and the details that say why."""
     locked = f"Tiers from {stage.tier} on wait for it."
     if named is None or not named.bottleneck:
         return False, f"Not named yet. {locked}", [
