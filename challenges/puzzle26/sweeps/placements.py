@@ -1,12 +1,14 @@
 """Puzzle 26 on two CUDA GPUs: each placement of the experts, what a call costs and how the work falls on the GPUs.
 
-    PYTHONPATH=. python challenges/puzzle26/sweeps/placements.py [--calls 20] [--seeds 0 1 2] [--json OUT]
+    PYTHONPATH=. python challenges/puzzle26/sweeps/placements.py [--calls 20] [--seeds 0 1 2] [--set FFN=16384]
+        [--json OUT]
 
 For each seed's weights and each workload (the baseline's placement by index, the reference's by a routed sample,
 every alternative's), one rank a GPU as a grade runs them (tutor.harness.ranks): the slowest rank's median call,
 and per rank the tokens its experts took and its GPU time a call by kind of kernel (matmuls, NCCL's, the rest:
-torch.profiler), so the matmuls' time on each GPU reads against its tokens. `--device cpu` runs it on two gloo
-ranks at a CPU's sizes: a check of the script.
+torch.profiler), so the matmuls' time on each GPU reads against its tokens. --set changes a size of the spec's
+(a scene to try: a wider FFN makes the experts' matmuls more of a call). `--device cpu` runs it on two gloo ranks
+at a CPU's sizes: a check of the script.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ def in_rank(rank: int, world: int, message: dict) -> dict:
 
     device = "cuda" if dist.get_backend() == "nccl" else "cpu"
     spec = load_module(FOLDER / "spec.py", "p26_spec", ())
-    for name, value in (CPU_SIZES if device == "cpu" else {}).items():
-        setattr(spec, name, value)
+    sizes = {**(CPU_SIZES if device == "cpu" else {}), **dict(setting.split("=") for setting in message["settings"])}
+    for name, value in sizes.items():
+        setattr(spec, name, int(value))
     figures = []
     for seed in message["seeds"]:
         whole, x = spec.make_weights(seed, device), spec.make_input(seed, device)
@@ -55,6 +58,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--set", dest="settings", nargs="*", default=[], metavar="NAME=INT")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     from challenges.rank_sweeps import slowest_median_ms
@@ -62,7 +66,7 @@ def main() -> int:
 
     group = ranks.start(2, in_rank, "nccl" if args.device == "cuda" else "gloo")
     try:
-        replies = group.ask("sweep", limit_s=540, seeds=args.seeds, calls=args.calls)
+        replies = group.ask("sweep", limit_s=540, seeds=args.seeds, calls=args.calls, settings=args.settings)
     finally:
         group.stop()
     rows = []
