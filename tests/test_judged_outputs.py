@@ -43,9 +43,13 @@ def test_the_oracle_judged_against_itself_reads_exact(tmp_path):
     assert all(c["rel_l2"] == 0.0 for c in every_check(check("baseline.py", tmp_path, judged=True)))
 
 
-def test_a_decode_that_skips_the_models_work_is_judged_wrong_on_every_call(tmp_path):
-    judged = every_check(check("skips_the_model.py", tmp_path, judged=True))
+def test_a_decode_that_skips_the_models_work_is_judged_wrong_on_every_call_and_the_grade_says_how(tmp_path):
+    result = check("skips_the_model.py", tmp_path, judged=True)
+    judged = every_check(result)
     assert judged and all(c["judged"] and c["rel_l2"] > 0.1 for c in judged), judged
+    criterion = check_correctness(get_puzzle("puzzle0"), result["checks"], result["timed_checks"])
+    assert not criterion.passed
+    assert "between each choice's score and the best of its step, along your own path" in criterion.details[0]
 
 
 def test_a_decoded_output_of_the_wrong_shape_is_named_not_judged(tmp_path):
@@ -53,13 +57,6 @@ def test_a_decoded_output_of_the_wrong_shape_is_named_not_judged(tmp_path):
     wrong.write_text((TOY / "skips_the_model.py").read_text().replace("STEPS = 12", "STEPS = 13"))
     checks = every_check(check(wrong, tmp_path, judged=True))
     assert all("output shape" in c["problem"] for c in checks), checks
-
-
-def test_the_grade_says_a_judged_output_was_scored_along_the_learners_path(tmp_path):
-    result = check("skips_the_model.py", tmp_path, judged=True)
-    criterion = check_correctness(get_puzzle("puzzle0"), result["checks"], result["timed_checks"])
-    assert not criterion.passed
-    assert "between each choice's score and the best of its step, along your own path" in criterion.details[0]
 
 
 def test_a_judged_puzzle_whose_spec_cannot_judge_is_named_broken(tmp_path):

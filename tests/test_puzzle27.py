@@ -115,3 +115,13 @@ def test_gpu_every_style_judged_at_the_scenes_sizes():
         errors[style] = float((scored - best).norm() / best.norm())
     print("judged errors at the scene's sizes:", errors)
     assert max(errors[s] for s in HONEST) < PUZZLE.correctness.max_rel_l2 < errors["cheats/half_the_layers.py"]
+
+
+def test_show_says_how_a_capstone_is_graded_its_choices_judged_and_its_stages_in_turn():
+    from tutor.brief import grading_markdown
+
+    text = grading_markdown(PUZZLE)
+    assert "judged by the model along your own path" in text and "on every timed call" in text
+    assert "stage 2 unlocks silver; stage 3 unlocks gold" in text and "--which mine" in text
+    plain = grading_markdown(get_puzzle("puzzle5"))
+    assert "Stages" not in plain and "along your own path" not in plain

@@ -41,8 +41,23 @@ def correctness_line(p: Puzzle) -> str:
     where = ("" if p.correctness.output == "any" else
              "  It must be in host memory, complete as forward() returns (the harness holds the GPU while it reads\n"
              "  it), and the caller's to keep: the next call must leave it as it was.\n")
+    if p.correctness.judged:  # tutor.harness.worker.Worker.judge
+        return ("- **Correctness** — every choice your decode makes is judged by the model along your own path:\n"
+                "  each step's logit of the token you chose against the best of that step, within relative L2\n"
+                f"  {p.correctness.max_rel_l2:g}, on {p.correctness.checks} fresh inputs drawn at grade time and on "
+                "every timed call.\n" + where)
     return (f"- **Correctness** — your output stays within relative L2 error {p.correctness.max_rel_l2:g} of\n"
             f"  `{p.correctness.oracle}` on {p.correctness.checks} fresh inputs drawn at grade time.\n" + where)
+
+
+def stages_line(p: Puzzle) -> str:
+    """A capstone's later stages (tutor.grading.stages), in a learner's words."""
+    if not p.stages:
+        return ""
+    each = "; ".join(f"stage {n} unlocks {st.tier}" for n, st in enumerate(p.stages, start=2))
+    return ("- **Stages** — the baseline's bottleneck is stage 1. Each one that fixing the one before it shows is\n"
+            "  named in answer.toml's `[[stages]]`, in order, with `[[stages.evidence]]` from a profile of **your**\n"
+            f"  workload (`profile {p.id} --which mine`) taken while it showed: {each}.\n")
 
 
 def speed_line(p: Puzzle) -> str:
@@ -75,7 +90,7 @@ def grading_markdown(p: Puzzle) -> str:
 {correctness_line(p)}\
 - **Diagnosis** — `answer.toml` names the bottleneck and cites at least {p.diagnosis.min_evidence}
   number(s) from your own latest **baseline** profile (within 10%).
-{floor}{speed_line(p)}
+{stages_line(p)}{floor}{speed_line(p)}
 | tier | speed-up | measured against | on |
 |---|---|---|---|
 {tiers}
