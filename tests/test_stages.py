@@ -15,6 +15,7 @@ from tutor.errors import TutorError
 from tutor.grading.answer import AnswerError, read_answer
 from tutor.grading.stages import stage_criteria, unmet
 from tutor.metrics import ProfileMetrics
+from tutor.progress import Progress
 
 STAGES = """
 [[stages]]
@@ -55,8 +56,10 @@ def answer_with(tmp_path: Path, text: str):
     return read_answer(path)
 
 
-COPIES = '[[stages]]\nbottleneck = "h2d_d2h_copy"\n[[stages.evidence]]\nmetric = "memcpy.h2d_bytes_per_iter"\nvalue = 4096\n'
-LAUNCHES = ('[[stages]]\nbottleneck = "launch_overhead"\n[[stages.evidence]]\nmetric = "kernels.per_iter"\nvalue = 300\n'
+COPIES = ('[[stages]]\nbottleneck = "h2d_d2h_copy"\n'
+          '[[stages.evidence]]\nmetric = "memcpy.h2d_bytes_per_iter"\nvalue = 4096\n')
+LAUNCHES = ('[[stages]]\nbottleneck = "launch_overhead"\n'
+            '[[stages.evidence]]\nmetric = "kernels.per_iter"\nvalue = 300\n'
             '[[stages.evidence]]\nmetric = "launch.api_us_per_iter"\nvalue = 900\n')
 AFTER_COPIES = profile_row(**{"memcpy.h2d_bytes_per_iter": 4096.0, "gpu.busy_fraction": 0.2})
 AFTER_LAUNCHES = profile_row(**{"memcpy.h2d_bytes_per_iter": 0.0, "gpu.busy_fraction": 0.3, "kernels.per_iter": 300.0,
@@ -204,8 +207,8 @@ def test_dev_check_names_a_missing_stage_recording_and_a_missing_reference_stage
 
 
 def test_a_stage_shown_by_a_file_the_puzzle_lacks_is_refused(tmp_path):
-    with pytest.raises(TutorError, match="shown by alternatives/nowhere.py, which does not exist"):
-        staged_puzzle(tmp_path, STAGES.replace('tier = "silver"', 'tier = "silver"\nshown_by = "alternatives/nowhere.py"'))
+    with pytest.raises(TutorError, match="shown by alternatives/no.py, which does not exist"):
+        staged_puzzle(tmp_path, STAGES.replace('tier = "silver"', 'tier = "silver"\nshown_by = "alternatives/no.py"'))
 
 
 def test_the_recordings_installer_ships_each_stages_profile(tmp_path):
@@ -220,3 +223,53 @@ def test_the_recordings_installer_ships_each_stages_profile(tmp_path):
     installer.install(results.parent, "capstone", None, root)
     shipped = sorted(p.name for p in (root / "challenges" / "capstone" / "recordings").iterdir())
     assert shipped == ["h100_baseline_metrics.json", "h100_stage2_metrics.json", "h100_stage3_metrics.json"]
+
+
+def test_the_reference_answer_cites_each_stage_from_the_profile_of_the_file_that_shows_it(tmp_path):
+    from tutor.reference import install_reference
+
+    puzzle = staged_puzzle(tmp_path)
+    with_reference_stages(puzzle, COPIES + LAUNCHES)
+    ws_answer = tmp_path / "ws_answer"
+
+    class Workspace:  # the one path install_reference writes
+        def editable_path(self, puzzle, name):
+            return ws_answer / name
+
+    ws_answer.mkdir()
+    stage_values = [{"memcpy.h2d_bytes_per_iter": 5120.0}, {"kernels.per_iter": 310.0}]
+    install_reference(Workspace(), puzzle, {"cpu.time_per_iter_us": 7.5}, stage_values=stage_values)
+    answer = read_answer(ws_answer / "answer.toml")
+    assert answer.evidence[0].value == 7.5
+    assert [[(e.metric, e.value) for e in s.evidence] for s in answer.stages] == [
+        [("memcpy.h2d_bytes_per_iter", 5120.0)], [("kernels.per_iter", 310.0), ("launch.api_us_per_iter", 900.0)]]
+
+
+def test_study_mode_checks_a_capstones_stages_against_their_recordings(workspace, tmp_path):
+    from tutor.study import recorded_stages
+
+    puzzle = staged_puzzle(tmp_path)
+    workspace.editable_path(puzzle, "answer.toml").write_text(
+        'bottleneck = "cpu_overhead"\n[[evidence]]\nmetric = "cpu.time_per_iter_us"\nvalue = 1.0\n' + COPIES)
+    puzzle.recordings_dir.mkdir(exist_ok=True)
+    puzzle.recorded_stage(2).write_text(AFTER_COPIES["metrics_json"])
+    second, third = recorded_stages(workspace, puzzle)
+    assert second.passed and "not a profile of yours" in second.details[-1]
+    assert not third.passed and third.summary == "No recording of this stage ships yet."
+
+
+def test_ready_to_grade_profiles_each_stages_file_as_the_learners_workload_and_cites_it(workspace, tmp_path):
+    """Run for real on a CPU puzzle with two stages shown by its alternative: each stage's file profiled as the
+    learner's workload (kept as their own profile of it, which the stages then read), its numbers in the answer."""
+    from tutor.reference import ready_to_grade
+
+    shown = STAGES.replace('tier = "silver"', 'tier = "silver"\nshown_by = "alternatives/numpy_vectorised.py"')
+    puzzle = staged_puzzle(tmp_path, shown.replace('relevant_metrics = ["memcpy.*"]', 'relevant_metrics = ["cpu.*"]'))
+    with_reference_stages(puzzle, COPIES.replace("memcpy.h2d_bytes_per_iter", "cpu.ops_per_iter"))
+    ready_to_grade(workspace, puzzle)
+    mine = Progress(workspace.db_path).own_profiles(puzzle.id, "mine")
+    assert len(mine) == 1  # the one stage that names its file
+    cited = read_answer(workspace.editable_path(puzzle, "answer.toml")).stages[0].evidence[0]
+    assert cited.value == ProfileMetrics.from_json(mine[0]["metrics_json"]).values["cpu.ops_per_iter"]
+    assert workspace.editable_path(puzzle, "workload.py").read_text() == \
+        (puzzle.solution_dir / "workload.py").read_text()  # the reference in place again for the grade

@@ -48,7 +48,21 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference", reus
     below = expected != "" and (expected not in names or names.index(expected) < needed)
     without = {"kernel_evidence"} if below else set()
     install_reference(ws, puzzle, values, grader.answer_from_facts(facts) if facts else {},
-                      puzzle.solution_path(which), without)
+                      puzzle.solution_path(which), without, stage_profiles(ws, puzzle))
+
+
+def stage_profiles(ws: Workspace, puzzle: Puzzle) -> list[dict[str, float]]:
+    """A capstone's later stages: each one's values from a profile of the file that shows it ([[stages]] shown_by),
+    run as the learner's workload and kept as the learner's own profile, as a learner who fixed the stages before
+    it would have profiled it (tutor.grading.stages reads every such profile)."""
+    found = []
+    for stage in puzzle.stages:
+        if not stage.shown_by:
+            found.append({})
+            continue
+        shutil.copy2(puzzle.folder / stage.shown_by, ws.editable_path(puzzle, "workload.py"))
+        found.append(actions.profile(ws, puzzle, "mine").metrics.values)
+    return found
 
 
 def baseline_metrics(ws: Workspace, puzzle: Puzzle, profiler: str, reuse: bool = False) -> dict[str, float]:
@@ -69,14 +83,15 @@ def other_profilers_cited(puzzle: Puzzle) -> list[str]:
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],
                       reported: dict[str, dict] | None = None, workload: Path | None = None,
-                      without: set[str] = frozenset()) -> None:
+                      without: set[str] = frozenset(), stage_values: list[dict[str, float]] | None = None) -> None:
     """The solution's files, and its answer.toml with `profile_values` (the baseline's torch profile) cited.
 
     `reported` replaces tables of the solution's answer with what the run showed. A
     [kernel_evidence] table (a kernel puzzle's) cites Nsight Compute numbers of the baseline and of the
     solution itself: the solution's profile is taken here, once it is in place; the baseline's is the workspace's
     newest (ready_to_grade has just taken it where the answer cites ncu), taken here where it has none. `workload`
-    replaces the solution's workload.py (an honest alternative); tables in `without` are left out.
+    replaces the solution's workload.py (an honest alternative); tables in `without` are left out. A capstone's
+    later stages cite `stage_values`, one profile's values a stage (their own numbers where a stage has none).
     """
     for name in puzzle.editable:
         if name != "answer.toml":
@@ -86,6 +101,11 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
     lines = [f'bottleneck = "{answer.bottleneck}"']
     for ev in answer.evidence:
         lines += ["", "[[evidence]]", f'metric = "{ev.metric}"', f"value = {profile_values[ev.metric]!r}"]
+    for named, values in zip(answer.stages, stage_values or [{} for _ in answer.stages]):
+        lines += ["", "[[stages]]", f'bottleneck = "{named.bottleneck}"']
+        for ev in named.evidence:
+            value = values.get(ev.metric, ev.value)
+            lines += ["", "[[stages.evidence]]", f'metric = "{ev.metric}"', f"value = {value!r}"]
     # Other tables (puzzle3's [autotune] report) are the solution's own words, unless the run said otherwise.
     with (puzzle.solution_dir / "answer.toml").open("rb") as f:
         tables = {k: v for k, v in tomllib.load(f).items() if isinstance(v, dict)}

@@ -15,6 +15,7 @@ from pathlib import Path
 from tutor.actions import ProfileOutcome, new_run_dir
 from tutor.catalog import RECORDED_BASELINE, Puzzle
 from tutor.errors import TutorError
+from tutor.grading import stages
 from tutor.grading.answer import read_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.grading.verdict import Criterion, Verdict
@@ -85,6 +86,30 @@ def grade_diagnosis(ws: Workspace, puzzle: Puzzle) -> Verdict:
         criterion = Criterion("diagnosis", False, e.message, [e.advice])
     criterion.details.append(f"Checked against the baseline recorded on {recorded_on(puzzle)}, not a profile of yours: "
                              "a pass makes the puzzle diagnosed; solving it needs the GPU.")
-    verdict = Verdict(puzzle.id, [criterion])
+    verdict = Verdict(puzzle.id, [criterion, *recorded_stages(ws, puzzle)])
     Progress(ws.db_path).record_diagnosis(puzzle.id, criterion.passed, verdict.to_dict())
     return verdict
+
+
+def recorded_stages(ws: Workspace, puzzle: Puzzle) -> list[Criterion]:
+    """A capstone's later stages, each checked against the recording of the profile that shows it (the fix of the
+    stages before it, run on the puzzle's machine: recordings/h100_stage<N>_metrics.json) in place of the
+    learner's own: every stage named right makes the capstone diagnosed."""
+    try:
+        answer = read_answer(ws.editable_path(puzzle, "answer.toml"))
+    except TutorError:
+        answer = None  # the first stage's criterion says why
+    found = []
+    for number, stage in enumerate(puzzle.stages, start=2):
+        recorded = puzzle.recorded_stage(number)
+        named = answer.stages[number - 2] if answer and len(answer.stages) > number - 2 else None
+        if not recorded.is_file():
+            found.append(Criterion(f"stage {number}: {stage.name}", False, "No recording of this stage ships yet.",
+                                   [f"recordings/{recorded.name} is made on the puzzle's machine."]))
+            continue
+        values = ProfileMetrics.from_json(recorded.read_text()).values
+        credited, summary, details = stages.check_stage(puzzle, stage, named, [values])
+        details.append(f"Checked against {stage.shown_by or 'the fix of the stages before it'} as profiled on "
+                       f"{recorded_on(puzzle)}, not a profile of yours.")
+        found.append(Criterion(f"stage {number}: {stage.name}", credited, summary, details))
+    return found
