@@ -6,6 +6,10 @@ three stages in order; the harness judges every call. How fast each stage runs i
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +130,18 @@ def test_show_says_how_a_capstone_is_graded_its_choices_judged_and_its_stages_in
     assert "stage 2 unlocks silver; stage 3 unlocks gold" in text and "--which mine" in text
     plain = grading_markdown(get_puzzle("puzzle5"))
     assert "Stages" not in plain and "along your own path" not in plain
+
+
+def test_its_stage_sweep_times_each_fix_and_judges_its_choices(tmp_path):
+    """sweeps/stages.py, the first measurement owed on the H100, at a CPU's sizes: a row per file that fixes one more
+    stage, each style's choices judged right."""
+    out = tmp_path / "sweep.json"
+    done = subprocess.run([sys.executable, str(PUZZLE.folder / "sweeps" / "stages.py"), "--device", "cpu",
+                           "--calls", "1", "--json", str(out)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["results"]
+    assert [r["workload"] for r in rows] == ["baseline.py", "alternatives/gpu_argmax.py",
+                                             "alternatives/graphed_fp32_head.py", "solution/workload.py",
+                                             "alternatives/compiled_step.py"]
+    assert all(r["ms_a_call"] > 0 and r["judged_rel_l2"] < PUZZLE.correctness.max_rel_l2 for r in rows), rows
