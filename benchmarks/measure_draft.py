@@ -43,13 +43,11 @@ def record_baseline(ws, puzzle, out: Path) -> None:
 def record_stages(ws, puzzle, out: Path) -> None:
     """A capstone's later stages: the torch profile of the file that shows each ([[stages]] shown_by), run as the
     learner's workload, as h100_stage<N>_metrics.json (dev check credits the reference answer's stage on it)."""
-    from tutor import actions
+    from tutor.reference import stage_metrics
 
     for number, stage in enumerate(puzzle.stages, start=2):
         if stage.shown_by:
-            shutil.copy2(puzzle.folder / stage.shown_by, ws.editable_path(puzzle, "workload.py"))
-            outcome = actions.profile(ws, puzzle, "mine")
-            shutil.copy2(outcome.run_dir / "metrics.json", out / puzzle.recorded_stage(number).name)
+            stage_metrics(ws, puzzle, stage).save(out / puzzle.recorded_stage(number).name)
 
 
 def record_ncu(ws, puzzle, out: Path) -> None:

@@ -273,3 +273,5 @@ def test_ready_to_grade_profiles_each_stages_file_as_the_learners_workload_and_c
     assert cited.value == ProfileMetrics.from_json(mine[0]["metrics_json"]).values["cpu.ops_per_iter"]
     assert workspace.editable_path(puzzle, "workload.py").read_text() == \
         (puzzle.solution_dir / "workload.py").read_text()  # the reference in place again for the grade
+    ready_to_grade(workspace, puzzle, reuse_baseline=True)  # a benchmark's next grade: the stage's file unchanged
+    assert len(Progress(workspace.db_path).own_profiles(puzzle.id, "mine")) == 1  # its profile reused, not taken again

@@ -184,11 +184,8 @@ def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:
 def _reference_stages(puzzle: Puzzle) -> Iterator[Check]:
     """A capstone's later stages: the reference answer's each credited on the recording of the profile that shows
     it (recordings/h100_stage<N>_metrics.json, the values its evidence cites taken from it)."""
-    answer = read_answer(puzzle.solution_dir / "answer.toml")
-    for number, stage in enumerate(puzzle.stages, start=2):
-        name = f"stage {number}: {stage.name}"
+    for number, stage, named, name in stages.later_stages(puzzle, read_answer(puzzle.solution_dir / "answer.toml")):
         recorded = puzzle.recorded_stage(number)
-        named = answer.stages[number - 2] if len(answer.stages) > number - 2 else None
         if named is None:
             yield _failed(name, "the reference answer.toml has no [[stages]] table for it")
             continue

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from tutor import actions
-from tutor.catalog import Puzzle
+from tutor.catalog import Puzzle, Stage
 from tutor.grading.answer import read_answer
 from tutor.grading.puzzle_checks import grader_module
 from tutor.metrics import ProfileMetrics
@@ -27,7 +27,8 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference", reus
     with which="baseline", put the starter files back.
 
     With reuse_baseline, a profile of the baseline this workspace already has stands for a new one (the baseline
-    never changes): a benchmark grading every solution of a puzzle in one workspace profiles it once.
+    never changes, nor do a capstone's stage files): a benchmark grading every solution of a puzzle in one
+    workspace profiles it once.
 
     A puzzle whose answer reports what happened in the run (puzzle3: GemLite's choice on this
     machine) learns it as a learner can: from the report of a first grade, of the starter files.
@@ -48,21 +49,23 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference", reus
     below = expected != "" and (expected not in names or names.index(expected) < needed)
     without = {"kernel_evidence"} if below else set()
     install_reference(ws, puzzle, values, grader.answer_from_facts(facts) if facts else {},
-                      puzzle.solution_path(which), without, stage_profiles(ws, puzzle))
+                      puzzle.solution_path(which), without,
+                      [stage_metrics(ws, puzzle, stage, reuse_baseline).values if stage.shown_by else {}
+                       for stage in puzzle.stages])
 
 
-def stage_profiles(ws: Workspace, puzzle: Puzzle) -> list[dict[str, float]]:
-    """A capstone's later stages: each one's values from a profile of the file that shows it ([[stages]] shown_by),
-    run as the learner's workload and kept as the learner's own profile, as a learner who fixed the stages before
-    it would have profiled it (tutor.grading.stages reads every such profile)."""
-    found = []
-    for stage in puzzle.stages:
-        if not stage.shown_by:
-            found.append({})
-            continue
-        shutil.copy2(puzzle.folder / stage.shown_by, ws.editable_path(puzzle, "workload.py"))
-        found.append(actions.profile(ws, puzzle, "mine").metrics.values)
-    return found
+def stage_metrics(ws: Workspace, puzzle: Puzzle, stage: Stage, reuse: bool = False) -> ProfileMetrics:
+    """A capstone's later stage: a torch profile of the file that shows it ([[stages]] shown_by), run as the learner's
+    workload and kept as the learner's own profile, as a learner who fixed the stages before it would have profiled
+    it (tutor.grading.stages reads every such profile). With `reuse`, this workspace's profile of that same code,
+    if it has one: the file never changes."""
+    shutil.copy2(puzzle.folder / stage.shown_by, ws.editable_path(puzzle, "workload.py"))
+    if reuse:
+        code = actions.code_hash(ws, puzzle)
+        for row in Progress(ws.db_path).own_profiles(puzzle.id, "mine"):
+            if row["code_hash"] == code and row["profiler"] == "torch":
+                return ProfileMetrics.from_json(row["metrics_json"])
+    return actions.profile(ws, puzzle, "mine").metrics
 
 
 def baseline_metrics(ws: Workspace, puzzle: Puzzle, profiler: str, reuse: bool = False) -> dict[str, float]:

@@ -16,7 +16,7 @@ from tutor.actions import ProfileOutcome, new_run_dir
 from tutor.catalog import RECORDED_BASELINE, Puzzle
 from tutor.errors import TutorError
 from tutor.grading import stages
-from tutor.grading.answer import read_answer
+from tutor.grading.answer import read_answer, readable_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.metrics import ProfileMetrics
@@ -95,21 +95,17 @@ def recorded_stages(ws: Workspace, puzzle: Puzzle) -> list[Criterion]:
     """A capstone's later stages, each checked against the recording of the profile that shows it (the fix of the
     stages before it, run on the puzzle's machine: recordings/h100_stage<N>_metrics.json) in place of the
     learner's own: every stage named right makes the capstone diagnosed."""
-    try:
-        answer = read_answer(ws.editable_path(puzzle, "answer.toml"))
-    except TutorError:
-        answer = None  # the first stage's criterion says why
+    answer = readable_answer(ws.editable_path(puzzle, "answer.toml"))  # None: the first stage's criterion says why
     found = []
-    for number, stage in enumerate(puzzle.stages, start=2):
+    for number, stage, named, name in stages.later_stages(puzzle, answer):
         recorded = puzzle.recorded_stage(number)
-        named = answer.stages[number - 2] if answer and len(answer.stages) > number - 2 else None
         if not recorded.is_file():
-            found.append(Criterion(f"stage {number}: {stage.name}", False, "No recording of this stage ships yet.",
+            found.append(Criterion(name, False, "No recording of this stage ships yet.",
                                    [f"recordings/{recorded.name} is made on the puzzle's machine."]))
             continue
         values = ProfileMetrics.from_json(recorded.read_text()).values
         credited, summary, details = stages.check_stage(puzzle, stage, named, [values])
         details.append(f"Checked against {stage.shown_by or 'the fix of the stages before it'} as profiled on "
                        f"{recorded_on(puzzle)}, not a profile of yours.")
-        found.append(Criterion(f"stage {number}: {stage.name}", credited, summary, details))
+        found.append(Criterion(name, credited, summary, details))
     return found

@@ -52,6 +52,14 @@ def answer_problem(path: Path) -> AnswerError | None:
     return None
 
 
+def readable_answer(path: Path | None) -> Answer | None:
+    """The answer, or None where there is none or it cannot be read (the diagnosis says why)."""
+    try:
+        return read_answer(path) if path else None
+    except TutorError:
+        return None
+
+
 def unreadable_answer(verdict: Verdict, path: Path) -> AnswerError | None:
     """Why answer.toml could not be read, when that is what failed this verdict's diagnosis; else None."""
     problem = answer_problem(path)

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tutor.catalog import Puzzle
-from tutor.errors import TutorError
 from tutor.grading import stages
-from tutor.grading.answer import read_answer
+from tutor.grading.answer import readable_answer
 from tutor.grading.verdict import Criterion
 from tutor.metrics import ProfileMetrics
 
@@ -56,16 +55,8 @@ def puzzle_criteria(puzzle: Puzzle, result: dict, answer_path: Path | None = Non
 
         found.append(kernel_evidence.criterion(puzzle, kernel_evidence.cited_table(answer_path), profiles))
     if puzzle.stages:  # a capstone's later stages (tutor.grading.stages)
-        found.extend(stages.stage_criteria(puzzle, _readable_answer(answer_path), profiles.own_history))
+        found.extend(stages.stage_criteria(puzzle, readable_answer(answer_path), profiles.own_history))
     return found
-
-
-def _readable_answer(answer_path: Path | None):
-    """The learner's answer, or None where it cannot be read (the diagnosis says why)."""
-    try:
-        return read_answer(answer_path) if answer_path else None
-    except TutorError:
-        return None
 
 
 def quick_criteria(puzzle: Puzzle, result: dict) -> list[Criterion]:

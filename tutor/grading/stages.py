@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import operator
 
+from collections.abc import Iterator
+
 from tutor.catalog import STAGE_CONDITION, Puzzle, Stage
 from tutor.grading.answer import Answer, StageAnswer
 from tutor.grading.diagnosis import check_diagnosis
@@ -34,17 +36,23 @@ def unmet(conditions: tuple[str, ...], values: dict[str, float]) -> list[str]:
     return missed
 
 
+def later_stages(puzzle: Puzzle, answer: Answer | None) -> Iterator[tuple[int, Stage, StageAnswer | None, str]]:
+    """Each later stage (numbered from 2: the first is [diagnosis]'s), the answer's [[stages]] table for it if it
+    has one, and the stage's name as verdicts and dev check show it."""
+    given = answer.stages if answer else ()
+    for number, stage in enumerate(puzzle.stages, start=2):
+        yield number, stage, given[number - 2] if len(given) > number - 2 else None, f"stage {number}: {stage.name}"
+
+
 def stage_criteria(puzzle: Puzzle, answer: Answer | None, own_profiles: list[dict]) -> list[Criterion]:
     """One criterion per later stage: passed always, capping the tier where the stage is not credited."""
     order = list(dict.fromkeys(t.name for t in puzzle.tiers))
     profiles = [ProfileMetrics.from_json(row["metrics_json"]).values for row in own_profiles]
-    given = answer.stages if answer else ()
     criteria = []
-    for n, stage in enumerate(puzzle.stages, start=2):
-        named = given[n - 2] if len(given) > n - 2 else None
+    for _, stage, named, label in later_stages(puzzle, answer):
         credited, summary, details = check_stage(puzzle, stage, named, profiles)
         cap = "" if credited else order[order.index(stage.tier) - 1]
-        criteria.append(Criterion(f"stage {n}: {stage.name}", True, summary, details, caps_tier=cap))
+        criteria.append(Criterion(label, True, summary, details, caps_tier=cap))
     return criteria
 
 
