@@ -35,10 +35,10 @@ def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_4_percent_highe
     """`benchmarks/measure_draft.py puzzle25 ...` on 2 x H200, two device calls: two halves bronze (1.28x), four
     micro-batches with every receive posted ahead silver (1.42x), tensor parallelism silver (1.50x), eight handed on
     in pairs gold (1.64x). The styles lie 9-15% apart and each grade within 0.2% of its style's median, so the bars
-    sit 4-5% from the styles on their sides, not 10% (one fewer grade of posted_receives than the others: the
-    session's device time ran out)."""
+    sit 4-5% from the styles on their sides, not 10% (posted_receives graded six times: four in the first call,
+    two in a later one, 1.428x and 1.434x)."""
     grades = json.loads((FIXTURES / "h200x2_grades_puzzle25_2026-11-28.json").read_text())
-    assert graded_counts(grades) == {"reference": 5, "alternatives/posted_receives": 4,
+    assert graded_counts(grades) == {"reference": 5, "alternatives/posted_receives": 6,
                                      "alternatives/two_halves": 5, "alternatives/tensor_parallel": 5}
     assert_clear_of_every_bar(grades, margin=0.04)
 
