@@ -195,7 +195,8 @@ HONEST = {"puzzle13": ["solution/workload.py", "alternatives/buckets.py", "alter
           "puzzle19": ["solution/workload.py", "alternatives/two_chunks.py", "alternatives/graphed_step.py"],
           "puzzle25": ["solution/workload.py", "alternatives/two_halves.py", "alternatives/tensor_parallel.py",  # drafts
                        "alternatives/posted_receives.py"],
-          "puzzle26": ["solution/workload.py", "alternatives/snake_by_bias.py"]}
+          "puzzle26": ["solution/workload.py", "alternatives/snake_by_bias.py",
+                       "alternatives/tensor_parallel.py"]}
 GATHERING = {"puzzle13": "cheats/gathers_the_other_half.py", "puzzle16": "cheats/one_rank_runs_both_stages.py",
              "puzzle19": "cheats/gathers_the_other_half.py", "puzzle25": "cheats/whole_model_on_each_rank.py",
              "puzzle26": "cheats/every_expert_on_each_rank.py"}

@@ -8,24 +8,47 @@ and checks every call on each. How fast each runs is two GPUs' to measure (MEASU
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
-from conftest import assert_every_call_checked_on_each_rank, puzzle_file
+from conftest import assert_each_cheat_refused, assert_every_call_checked_on_each_rank, graded_counts, puzzle_file
+from test_grading_rules import assert_clear_of_every_bar
 from test_multi_gpu_puzzles import _on_two_ranks, _styles_in_rank
 from tutor.catalog import all_puzzles, get_puzzle
 
 PUZZLE = get_puzzle("puzzle26", drafts=True)
-SIZES_LINE = "EXPERTS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 8192"
+FIXTURES = Path(__file__).parent / "fixtures"
+SIZES_LINE = "EXPERTS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 32768"
 SMALL = {"TOKENS": 2048, "HIDDEN": 128, "FFN": 64}
 ROUTER = {"TOKENS": 4096, "HIDDEN": 4096, "FFN": 8}  # the router at its real width (columns of even norm), experts tiny
-STYLES = ["baseline.py", "solution/workload.py", "alternatives/snake_by_bias.py",
+STYLES = ["baseline.py", "solution/workload.py", "alternatives/snake_by_bias.py", "alternatives/tensor_parallel.py",
           "cheats/every_expert_on_each_rank.py", "cheats/fp8_experts.py"]
 FEWER_BITS = "cheats/fp8_experts.py"
 
 
-def test_the_puzzle_is_a_draft_until_two_gpus_grade_it():
+def test_the_puzzle_is_a_draft_until_every_style_is_graded_on_two_gpus():
     assert PUZZLE.draft and "puzzle26" not in all_puzzles() and PUZZLE.hardware.gpus == 2
+
+
+def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
+    """`benchmarks/measure_draft.py puzzle26 ...` on 2 x H200, two device calls: the reference (1.45-1.50x) and the
+    snake by bias (1.40-1.50x) both gold, five grades each; their calls vary 2-4% a grade (the ranks meet in the
+    all-reduce), so the bars keep 4% from them, as puzzle25's do. tensor_parallel's grades are owed."""
+    grades = json.loads((FIXTURES / "h200x2_grades_puzzle26_2026-11-28.json").read_text())
+    assert graded_counts(grades) == {"reference": 5, "alternatives/snake_by_bias": 5}
+    assert_clear_of_every_bar(grades, margin=0.04)
+
+
+def test_two_h200s_refused_every_cheat_three_times():
+    """`benchmarks/grade_cheats.py puzzle26 --runs 3` on 2 x H200: every expert on each rank (1.38-1.42x) refused at
+    fair play for the 4096 MiB it kept a rank, fp8 experts (0.60x, 5.4e-2 off) at correctness and performance, the
+    workload that blanks the calls it takes for unchecked (4.7-5.2x) at correctness and by the physical floor."""
+    refusals = {"cheats/every_expert_on_each_rank": {"fair play"}, "cheats/fp8_experts": {"correctness", "performance"},
+                "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "h200x2_cheats_puzzle26_2026-11-28.json", refusals, times=3)
 
 
 def routed_shares(spec, seed: int) -> torch.Tensor:
@@ -101,7 +124,7 @@ def test_the_harness_serves_the_scene_on_two_ranks_and_checks_every_call_on_each
 
 def test_the_floor_is_half_the_tokens_expert_matmuls():
     spec = puzzle_file(PUZZLE, "spec.py")
-    assert spec.least_work(50 * 2**20)["flops"] == 2 * 16384 * 4096 * 8192
+    assert spec.least_work(50 * 2**20)["flops"] == 2 * 16384 * 4096 * 32768
     shard = spec.shard({"experts": list(range(8)), "router": "r", "bias": "b"}, 1, 2)
     assert shard == {"experts": [4, 5, 6, 7], "first": 4, "router": "r", "bias": "b"}
 
@@ -132,8 +155,11 @@ def test_its_sweep_shows_each_placement_on_two_ranks(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = {r["workload"]: r for r in json.loads(out.read_text())}
-    assert set(rows) == {"baseline.py", "solution/workload.py", "alternatives/snake_by_bias.py"}
+    assert set(rows) == {"baseline.py", "solution/workload.py", "alternatives/snake_by_bias.py",
+                         "alternatives/tensor_parallel.py"}
     assert [r["experts"] for r in rows["baseline.py"]["ranks"]] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    # Split experts: each rank holds half of all eight and runs every token through its half.
+    assert [r["experts"] for r in rows.pop("alternatives/tensor_parallel.py")["ranks"]] == [list(range(8))] * 2
     for row in rows.values():
         assert sorted(e for r in row["ranks"] for e in r["experts"]) == list(range(8))
         assert sum(r["tokens"] for r in row["ranks"]) == 512

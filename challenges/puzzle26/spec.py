@@ -13,11 +13,11 @@ import random
 
 import torch
 
-EXPERTS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 8192
+EXPERTS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 32768
 _INPUT_STREAM = 1 << 40
 # Tokens an expert draws, as shares of a call's: two experts' worth of traffic on each GPU when placed well.
 POPULARITY = (8, 6, 4, 3, 2, 1, 1, 1)
-# GPU memory a rank may keep past its four experts (buffers, routing tables): less than one expert's 128 MiB.
+# GPU memory a rank may keep past its four experts (buffers, routing tables): less than one expert's 512 MiB.
 RANK_SLACK_BYTES = 96 << 20
 
 
