@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
+# One thread a process for every process the tests start too (a sweep, a workload, a rank): torch's default of a
+# thread a core put two threads beside each of make test's two processes a core, and each ran slower for it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 try:
     import torch  # noqa: F401  (only to decide whether GPU tests can run)
     # device_count asks NVML; is_available asks the CUDA driver, after which a forked child can never use CUDA

@@ -37,7 +37,7 @@ def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_4_percent_highe
     """`benchmarks/measure_draft.py puzzle26 ...` on 2 x H200, two device calls: the reference (1.45-1.50x) and the
     snake by bias (1.40-1.50x) both gold, five grades each; their calls vary 2-4% a grade (the ranks meet in the
     all-reduce), so the bars keep 4% from them, as puzzle25's do. tensor_parallel's grades are owed."""
-    grades = json.loads((FIXTURES / "h200x2_grades_puzzle26_2026-11-28.json").read_text())
+    grades = json.loads((FIXTURES / "draft_h200x2_grades_puzzle26_2026-11-28.json").read_text())
     assert graded_counts(grades) == {"reference": 5, "alternatives/snake_by_bias": 5}
     assert_clear_of_every_bar(grades, margin=0.04)
 
@@ -48,7 +48,7 @@ def test_two_h200s_refused_every_cheat_three_times():
     workload that blanks the calls it takes for unchecked (4.7-5.2x) at correctness and by the physical floor."""
     refusals = {"cheats/every_expert_on_each_rank": {"fair play"}, "cheats/fp8_experts": {"correctness", "performance"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "h200x2_cheats_puzzle26_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200x2_cheats_puzzle26_2026-11-28.json", refusals, times=3)
 
 
 def routed_shares(spec, seed: int) -> torch.Tensor:
@@ -119,7 +119,8 @@ def test_the_harness_serves_the_scene_on_two_ranks_and_checks_every_call_on_each
     """Graded as the GPUs grade it, on two gloo ranks at a CPU's sizes: the reference right on every check and
     every timed call of both ranks; the workload that returns zeros on the calls it takes for unchecked wrong on
     those."""
-    assert_every_call_checked_on_each_rank(PUZZLE, SIZES_LINE, "EXPERTS, TOKENS, HIDDEN, FFN = 8, 512, 64, 32", tmp_path)
+    small = "EXPERTS, TOKENS, HIDDEN, FFN = 8, 512, 64, 32"
+    assert_every_call_checked_on_each_rank(PUZZLE, SIZES_LINE, small, tmp_path)
 
 
 def test_the_floor_is_half_the_tokens_expert_matmuls():

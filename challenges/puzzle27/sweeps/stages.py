@@ -8,8 +8,8 @@ compiled_step: all three) runs in a process of its own, as a grade runs it: prep
 --calls calls on fresh inputs, the GPU synchronised after each. Printed per workload: ms a call (median), ms a
 decode step, its speed-up over the baseline, how far a step is from reading the weights once at the GPU's
 bandwidth (--hbm-tb-s, an H100's 3.35 by default), and its judged error (spec.judge: each choice's logit against
-the best of its step, relative L2). `--device cpu` runs a small model (tests/test_puzzle27.py's sizes): a check
-of the script, not a number.
+the best of its step, relative L2). `--device cpu` runs a small model (tests/test_puzzle27.py's sizes, 16 steps):
+a check of the script, not a number.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ FOLDER = Path(__file__).parents[1]
 WORKLOADS = ["baseline.py", "alternatives/gpu_argmax.py", "alternatives/graphed_fp32_head.py",
              "solution/workload.py", "alternatives/compiled_step.py"]
 CPU_SIZES = {"LAYERS": 4, "HIDDEN": 64, "HEADS": 4, "KV_HEADS": 2, "HEAD_DIM": 16, "FFN": 256, "VOCAB": 512,
-             "BATCH": 2, "PROMPT": 32, "INIT_STD": 0.113}
+             "BATCH": 2, "PROMPT": 32, "STEPS": 16, "INIT_STD": 0.113}
 
 
 def measure(workload: str, calls: int, device: str) -> dict:
@@ -40,6 +40,7 @@ def measure(workload: str, calls: int, device: str) -> dict:
         setattr(spec, name, value)
     weights = spec.make_weights(0, device)
     module = load_module(FOLDER / workload, "p27_workload", ())
+    module.STEPS = spec.STEPS  # each workload keeps its own count of steps: a CPU run's fewer are set on both
     state = module.prepare(weights, device)
     for seed in (100, 101):
         module.forward(state, spec.make_input(seed, device))
