@@ -64,7 +64,15 @@ def record_ncu(ws, puzzle, out: Path) -> None:
 def planned_runs(puzzle, grades: int, which: str) -> list[tuple[str, int]]:
     """(solution, grades) in the order graded: `which`'s (NAME or NAME=GRADES, comma-separated), or every one."""
     if which:
-        return [(name, int(count) if count else grades) for name, _, count in (w.partition("=") for w in which.split(","))]
+        runs = [(name, int(count) if count else grades) for name, _, count in (w.partition("=") for w in which.split(","))]
+        # Checked before anything runs: a name the puzzle does not list would fail only when its turn came, the
+        # device time before it spent.
+        known = {"reference", "baseline", *(f"alternatives/{name}" for name in puzzle.alternatives)}
+        unknown = [name for name, _ in runs if name not in known]
+        if unknown:
+            raise SystemExit(f"{puzzle.id} lists no {', '.join(unknown)}: --which takes {', '.join(sorted(known))} "
+                             "(an alternative is graded once puzzle.toml's [alternatives] names its tier)")
+        return runs
     # The baseline last: that it earns no tier matters least, and a run stopped at its limit keeps the rest.
     return [("reference", grades), *((f"alternatives/{name}", grades) for name in puzzle.alternatives), ("baseline", 2)]
 

@@ -134,7 +134,7 @@ def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tm
 
 def test_a_device_call_grades_each_solution_it_names_as_many_times_as_it_says():
     """benchmarks/measure_draft.py --which: NAME=N grades NAME N times, a bare NAME the call's GRADES; no --which,
-    every solution GRADES times and the baseline twice, last."""
+    every solution GRADES times and the baseline twice, last; a name the puzzle does not list, refused up front."""
     from pathlib import Path
 
     from tutor.harness.loading import load_module
@@ -145,3 +145,6 @@ def test_a_device_call_grades_each_solution_it_names_as_many_times_as_it_says():
         [("reference", 3), ("alternatives/triton_sorted", 1)]
     every = draft.planned_runs(puzzle, 5, "")
     assert every[0] == ("reference", 5) and every[-1] == ("baseline", 2) and len(every) == 2 + len(puzzle.alternatives)
+    # A name the puzzle does not list stops the call before its first grade, naming what it takes.
+    with pytest.raises(SystemExit, match="puzzle14 lists no alternatives/triton_sortd: --which takes .*reference"):
+        draft.planned_runs(puzzle, 5, "reference=5,alternatives/triton_sortd=5")
