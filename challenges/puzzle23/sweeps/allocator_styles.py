@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -84,13 +82,10 @@ def main() -> None:
         return
     flags = ["--calls", str(args.calls), "--device", args.device,
              *[f for name, value in sizes.items() for f in (f"--{name.lower()}", str(value))]]
+    from challenges.process_sweeps import each_in_its_own_process
+
     results, baseline_mb = [], None
-    for workload in WORKLOADS:
-        run = subprocess.run([sys.executable, __file__, *flags, "--workload", workload], capture_output=True, text=True)
-        if run.returncode:
-            print(f"{workload:36s} failed: {run.stderr.strip().splitlines()[-1:]}", flush=True)
-            continue
-        figures = json.loads(run.stdout.strip().splitlines()[-1])
+    for workload, figures in each_in_its_own_process(__file__, WORKLOADS, flags):
         results.append(figures)
         memory = ""
         if "peak_reserved_mb" in figures:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -72,14 +70,11 @@ def main() -> None:
     if args.workload:
         print(json.dumps(measure(args.workload, args.calls, args.device)))
         return
+    from challenges.process_sweeps import each_in_its_own_process
+
     results = []
-    for workload in WORKLOADS:
-        run = subprocess.run([sys.executable, __file__, "--calls", str(args.calls), "--device", args.device,
-                              "--workload", workload], capture_output=True, text=True)
-        if run.returncode:
-            print(f"{workload:36s} failed: {run.stderr.strip().splitlines()[-1:]}", flush=True)
-            continue
-        figures = json.loads(run.stdout.strip().splitlines()[-1])
+    for workload, figures in each_in_its_own_process(__file__, WORKLOADS, ["--calls", str(args.calls),
+                                                                            "--device", args.device]):
         results.append(figures)
         base = results[0]["ms_a_call"]
         floor_ms = figures["least_hbm_bytes"] / (args.hbm_tb_s * 1e12) * 1e3
