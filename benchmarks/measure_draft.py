@@ -64,7 +64,8 @@ def record_ncu(ws, puzzle, out: Path) -> None:
 def planned_runs(puzzle, grades: int, which: str) -> list[tuple[str, int]]:
     """(solution, grades) in the order graded: `which`'s (NAME or NAME=GRADES, comma-separated), or every one."""
     if which:
-        runs = [(name, int(count) if count else grades) for name, _, count in (w.partition("=") for w in which.split(","))]
+        parts = (w.partition("=") for w in which.split(","))
+        runs = [(name, int(count) if count else grades) for name, _, count in parts]
         # Checked before anything runs: a name the puzzle does not list would fail only when its turn came, the
         # device time before it spent.
         known = {"reference", "baseline", *(f"alternatives/{name}" for name in puzzle.alternatives)}

@@ -3,7 +3,8 @@ scene's traffic is skewed as designed, the four most popular experts on one GPU;
 sizes every style gives both ranks the baseline's output (a placement moves no token to another expert), and the
 placements even the ranks' work out; a cheat that swaps every expert so each rank holds all eight is right too (its
 memory is what refuses it on the GPUs: tests/test_multi_gpu_puzzles.py); the harness serves the scene on two ranks
-and checks every call on each. How fast each runs is two GPUs' to measure (MEASUREMENTS.md lists what is owed).
+and checks every call on each. Two H200s' grades and cheats' refusals, read from their fixtures: the tiers sit
+clear of every grade (MEASUREMENTS.md lists what is still owed).
 """
 
 from __future__ import annotations
@@ -144,7 +145,6 @@ def test_gpu_every_style_gives_both_ranks_the_baselines_output_at_the_scenes_siz
 def test_its_sweep_shows_each_placement_on_two_ranks(tmp_path):
     """sweeps/placements.py, the measurement owed on two GPUs, on two gloo ranks at a CPU's sizes: a row per seed and
     workload, each rank's experts and tokens; the baseline's by index, the reference's evener."""
-    import json
     import os
     import subprocess
     import sys
