@@ -47,19 +47,43 @@ def _compared(outputs: dict, unsplit: torch.Tensor) -> dict:
             "baseline_digest": hashlib.sha256(baseline.cpu().float().numpy().tobytes()).hexdigest()}
 
 
+def storage_bytes(state) -> int:
+    """The bytes of every tensor storage `state` (dicts, lists, tuples of tensors) keeps alive, each storage once: a
+    view of a whole tensor keeps the whole of it (the CPU's reading of what the GPUs' rule counts, shards.over_shard)."""
+    seen = {}
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            storage = x.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+
+    walk(state)
+    return sum(seen.values())
+
+
 def _styles_in_rank(puzzle, styles: list[str], cpu_sizes: dict, unsplit) -> dict:
     """In a rank: each style of `puzzle` on the same input, the spec's sizes set to `cpu_sizes` on the CPU (the
-    same split, a CPU's share of it), compared with the baseline's output and with `unsplit(weights, x)`."""
+    same split, a CPU's share of it), compared with the baseline's output and with `unsplit(weights, x)`; with the
+    bytes each style's prepared state keeps and the shard's."""
     import torch.distributed as dist
 
     device = "cpu" if dist.get_backend() == "gloo" else "cuda"
     spec = puzzle_file(puzzle, "spec.py", cpu_sizes if device == "cpu" else None)
     weights, x = spec.make_weights(1, device), spec.make_input(2, device)
-    outputs = {}
+    outputs, kept = {}, {}
     for style in styles:  # each given this rank's shard alone, as the grade gives it (tutor.harness.shards)
         module = puzzle_file(puzzle, style)
-        outputs[style] = module.forward(module.prepare(spec.shard(weights, dist.get_rank(), 2), device), x)
-    return _compared(outputs, unsplit(weights, x))
+        state = module.prepare(spec.shard(weights, dist.get_rank(), 2), device)
+        kept[style] = storage_bytes(state)
+        outputs[style] = module.forward(state, x)
+    shard_bytes = storage_bytes(spec.shard(weights, dist.get_rank(), 2))
+    return {**_compared(outputs, unsplit(weights, x)), "kept_bytes": kept, "shard_bytes": shard_bytes}
 
 
 def _puzzle13_rank(rank: int, world: int, message: dict) -> dict:

@@ -86,10 +86,15 @@ def _puzzle26_rank(rank: int, world: int, message: dict) -> dict:
 
 
 def test_every_style_gives_both_ranks_the_baselines_output_on_two_cpu_ranks():
-    """And fp8 operands miss it by several times the tolerance."""
+    """And fp8 operands miss it by several times the tolerance. Every honest style's prepared state keeps no more
+    bytes than the rank's shard (a split expert's half kept as a view would keep the whole expert: the GPUs' rule
+    refused tensor_parallel so), the cheat that gathers every expert twice them."""
     replies = _on_two_ranks(_puzzle26_rank, "gloo")
     for reply in replies:
-        print(reply["errors"])
+        print(reply["errors"], reply["kept_bytes"], reply["shard_bytes"])
+        honest = [s for s in STYLES if not s.startswith("cheats/")]
+        assert all(reply["kept_bytes"][s] <= reply["shard_bytes"] for s in honest), reply["kept_bytes"]
+        assert reply["kept_bytes"]["cheats/every_expert_on_each_rank.py"] > 1.9 * reply["shard_bytes"]
         errors = reply["errors"]
         assert max(e for s, e in errors.items() if s != FEWER_BITS) < PUZZLE.correctness.max_rel_l2 / 2, errors
         assert errors[FEWER_BITS] > 2 * PUZZLE.correctness.max_rel_l2  # fp8's rounding shows: no residual hides it

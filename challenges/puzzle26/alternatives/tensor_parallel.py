@@ -10,9 +10,11 @@ import torch.nn.functional as F
 
 
 def half(expert: dict, part: int) -> dict:
+    """Half `part` of an expert's hidden units, copied: w2's rows are already contiguous, and a view of them
+    would keep the whole expert alive (the rank would hold an expert more than its shard)."""
     units = expert["w1"].shape[1] // 2
     cols = slice(part * units, (part + 1) * units)
-    return {"w1": expert["w1"][:, cols].contiguous(), "w2": expert["w2"][cols].contiguous()}
+    return {"w1": expert["w1"][:, cols].clone(), "w2": expert["w2"][cols].clone()}
 
 
 def prepare(weights: dict, device: str):
