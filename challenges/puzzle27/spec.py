@@ -1,4 +1,4 @@
-"""Inputs for puzzle27 (the capstone): greedy decoding with a Llama-3.2-1B-shaped decoder, 64 new tokens for 8
+"""Inputs for puzzle27 (the capstone): greedy decoding with a Llama-3.2-1B-shaped decoder, 16 new tokens for 8
 sequences whose 2048-token prompts a prefill has already cached.
 
 The model is the architecture at its real shapes (16 layers, hidden 2048, 32 query heads over 8 key/value heads
@@ -6,7 +6,7 @@ of 64, a SwiGLU MLP of 8192, RMSNorm, rotary positions with theta 500000, the em
 its weights random (std 0.02, as the model is initialised), bf16 as served: 1.24 B parameters, 2.5 GB. An input
 is the prompt's key/value cache, drawn at grade time (bf16, [LAYERS, BATCH, KV_HEADS, PROMPT, HEAD_DIM] each,
 537 MB together), and each sequence's token after the prompt (the prefill's choice); a call feeds that token and
-returns the next 64 each sequence decodes.
+returns the next 16 each sequence decodes.
 
 A token is the argmax of 128256 logits, and bf16's rounding in another order (a fused kernel, a graph, another
 matmul tile) may pick the other of two near-equal tokens, after which the two decodes part for good. So the
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 16, 2048, 32, 8, 64, 8192, 128256
-BATCH, PROMPT, STEPS = 8, 2048, 64
+BATCH, PROMPT, STEPS = 8, 2048, 16
 ROPE_THETA, NORM_EPS, INIT_STD = 500000.0, 1e-5, 0.02
 _INPUT_STREAM = 1 << 40
 

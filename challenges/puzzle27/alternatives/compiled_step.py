@@ -10,7 +10,7 @@ the module runs eagerly: the compiler is the GPU's to exercise.
 import torch
 import torch.nn.functional as F
 
-STEPS = 64
+STEPS = 16
 ROPE_THETA, NORM_EPS = 500000.0, 1e-5
 
 

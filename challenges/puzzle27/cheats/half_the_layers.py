@@ -6,7 +6,7 @@ best at most steps. Must get: refused at correctness on every call (judged along
 import torch
 import torch.nn.functional as F
 
-STEPS = 64
+STEPS = 16
 ROPE_THETA, NORM_EPS = 500000.0, 1e-5
 
 

@@ -12,7 +12,7 @@
 import torch
 import torch.nn.functional as F
 
-STEPS = 64
+STEPS = 16
 ROPE_THETA, NORM_EPS = 500000.0, 1e-5
 
 
