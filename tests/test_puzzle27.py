@@ -24,7 +24,8 @@ PUZZLE = get_puzzle("puzzle27", drafts=True)
 # std x sqrt(HIDDEN) stays 0.9 (each layer's output as large as its input, not a fiftieth of it).
 SMALL = {"LAYERS": 4, "HIDDEN": 64, "HEADS": 4, "KV_HEADS": 2, "HEAD_DIM": 16, "FFN": 256, "VOCAB": 512,
          "BATCH": 2, "PROMPT": 32, "INIT_STD": 0.113}
-HONEST = ["baseline.py", "solution/workload.py", "alternatives/gpu_argmax.py", "alternatives/graphed_fp32_head.py",
+HONEST = ["baseline.py", "solution/workload.py", "alternatives/gpu_argmax.py", "alternatives/graphed_host_pick.py",
+          "alternatives/graphed_fp32_head.py",
           "alternatives/compiled_step.py"]
 SIZE_LINES = {"LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 16, 2048, 32, 8, 64, 8192, 128256":
               "LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 4, 64, 4, 2, 16, 256, 512",
@@ -35,14 +36,14 @@ SIZE_LINES = {"LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 16, 2048,
 def test_the_capstone_is_a_draft_with_three_stages_and_a_judged_output():
     assert PUZZLE.draft and "puzzle27" not in all_puzzles() and PUZZLE.correctness.judged
     assert [PUZZLE.diagnosis.accepted, *(s.diagnosis.accepted for s in PUZZLE.stages)] == [
-        ("host_sync",), ("launch_overhead",), ("global_memory_traffic",)]
+        ("launch_overhead",), ("host_sync",), ("global_memory_traffic",)]
     assert [s.tier for s in PUZZLE.stages] == ["silver", "gold"]
 
 
 def test_the_reference_answer_names_each_stage_in_order():
     answer = read_answer(PUZZLE.solution_dir / "answer.toml")
     assert [answer.bottleneck, *(s.bottleneck for s in answer.stages)] == [
-        "host_sync", "launch_overhead", "global_memory_traffic"]
+        "launch_overhead", "host_sync", "global_memory_traffic"]
     assert all(len(s.evidence) >= stage.diagnosis.min_evidence for s, stage in zip(answer.stages, PUZZLE.stages))
 
 
@@ -143,7 +144,7 @@ def test_its_stage_sweep_times_each_fix_and_judges_its_choices(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())["results"]
-    assert [r["workload"] for r in rows] == ["baseline.py", "alternatives/gpu_argmax.py",
+    assert [r["workload"] for r in rows] == ["baseline.py", "alternatives/graphed_host_pick.py",
                                              "alternatives/graphed_fp32_head.py", "solution/workload.py",
-                                             "alternatives/compiled_step.py"]
+                                             "alternatives/gpu_argmax.py", "alternatives/compiled_step.py"]
     assert all(r["ms_a_call"] > 0 and r["judged_rel_l2"] < PUZZLE.correctness.max_rel_l2 for r in rows), rows
