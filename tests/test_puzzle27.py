@@ -1,8 +1,8 @@
 """puzzle27, The whole model (a draft: issue 38's capstone), as far as the CPU can check it: a Llama-shaped decoder
 at a small model's sizes, whose every honest style chooses the model's best tokens along its own path (judged by
 the spec in the oracle's process), whose cheats choose tokens the model scores far lower, and whose grade names
-three stages in order; the harness judges every call. How fast each stage runs is the H100's to measure
-(MEASUREMENTS.md lists what is owed)."""
+three stages in order; the harness judges every call. One H200's recordings show each stage where its fix before
+it leaves it, and its grades read their provisional tiers (MEASUREMENTS.md lists what is still owed)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import harness_check, puzzle_file
+from conftest import graded_counts, harness_check, puzzle_file
+from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 from tutor.grading.answer import read_answer
 
 PUZZLE = get_puzzle("puzzle27", drafts=True)
+FIXTURES = Path(__file__).parent / "fixtures"
 # A small model whose layers weigh in the residual stream what the real one's do: the weights' std scaled so that
 # std x sqrt(HIDDEN) stays 0.9 (each layer's output as large as its input, not a fiftieth of it).
 SMALL = {"LAYERS": 4, "HIDDEN": 64, "HEADS": 4, "KV_HEADS": 2, "HEAD_DIM": 16, "FFN": 256, "VOCAB": 512,
@@ -45,6 +47,34 @@ def test_the_reference_answer_names_each_stage_in_order():
     assert [answer.bottleneck, *(s.bottleneck for s in answer.stages)] == [
         "launch_overhead", "host_sync", "global_memory_traffic"]
     assert all(len(s.evidence) >= stage.diagnosis.min_evidence for s, stage in zip(answer.stages, PUZZLE.stages))
+
+
+def test_each_stage_shows_in_the_recording_of_the_fix_before_it_and_not_before():
+    """One H200's profiles (measure_draft.py puzzle27 OUT --recordings-only): the baseline's, graphed_host_pick's
+    (a graph a step, the host's pick left) and graphed_fp32_head's (the host's wait gone too). Each stage's `shows`
+    conditions hold on the recording of the fix before it, and not on the one before that: the host's wait shows
+    once the launches are one graph (the GPU busy 66% of the call, 16% before), the output layer's bytes once the
+    host no longer waits (busy 90%)."""
+    from tutor.grading.stages import unmet
+
+    recorded = [json.loads((PUZZLE.folder / "recordings" / name).read_text())["values"]
+                for name in ("h100_baseline_metrics.json", "h100_stage2_metrics.json", "h100_stage3_metrics.json")]
+    for number, stage in enumerate(PUZZLE.stages, start=2):
+        assert unmet(stage.shows, recorded[number - 1]) == [], stage.name
+        assert unmet(stage.shows, recorded[number - 2]), stage.name
+    assert recorded[0]["gpu.busy_fraction"] < 0.2 < 0.6 < recorded[1]["gpu.busy_fraction"] < 0.8
+
+
+def test_its_grades_on_one_h200_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
+    """`benchmarks/measure_draft.py puzzle27 ...` on one H200, two device calls, one to two grades a style (five
+    each are owed): a graph a step with the host's pick 3.96x and torch.compile's step 3.24x bronze, the host's wait
+    gone too 5.83x silver, the reference 8.50x and 9.09x gold, the GPU's pick with the launches left 1.15x none.
+    The baseline, launch-bound Python, reads 263-369 ms a call from grade to grade: the bars keep 4% from every
+    lower bound."""
+    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle27_2026-11-29.json").read_text())
+    assert graded_counts(grades) == {"reference": 2, "alternatives/gpu_argmax": 1, "alternatives/graphed_host_pick": 1,
+                                     "alternatives/graphed_fp32_head": 1, "alternatives/compiled_step": 1}
+    assert_clear_of_every_bar(grades, margin=0.04)
 
 
 def judged_errors(styles: list[str], seed: int = 1) -> dict[str, float]:
