@@ -67,13 +67,14 @@ def test_each_stage_shows_in_the_recording_of_the_fix_before_it_and_not_before()
 
 def test_its_grades_on_one_h200_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
     """`benchmarks/measure_draft.py puzzle27 ...` on one H200, two device calls, one to two grades a style (five
-    each are owed): a graph a step with the host's pick 3.96x and torch.compile's step 3.24x bronze, the host's wait
-    gone too 5.83x silver, the reference 8.50x and 9.09x gold, the GPU's pick with the launches left 1.15x none.
+    each are owed): a graph a step with the host's pick 3.96x bronze, the host's wait gone too 5.83x silver, the
+    reference 8.50x and 9.09x gold, the GPU's pick with the launches left 1.15x none (compiled_step's 3.24x was
+    of a version since changed: MEASUREMENTS.md).
     The baseline, launch-bound Python, reads 263-369 ms a call from grade to grade: the bars keep 4% from every
     lower bound."""
     grades = json.loads((FIXTURES / "draft_h200_grades_puzzle27_2026-11-29.json").read_text())
     assert graded_counts(grades) == {"reference": 2, "alternatives/gpu_argmax": 1, "alternatives/graphed_host_pick": 1,
-                                     "alternatives/graphed_fp32_head": 1, "alternatives/compiled_step": 1}
+                                     "alternatives/graphed_fp32_head": 1}
     assert_clear_of_every_bar(grades, margin=0.04)
 
 

@@ -1,10 +1,10 @@
 """Alternative: a step compiled as gpt-fast compiles one, torch.compile(mode="reduce-overhead", fullgraph=True).
 
 The weights become the parameters of a module (cudagraph trees read parameters in place; plain tensors a function
-closes over would be copied into the graph's pool) and the cache its buffers, allocated once at its final length
-and written in place; the position is a tensor, so every step is the same graph and nothing recompiles. The next
-token is the argmax on the GPU and the output layer multiplies in bf16, as the reference's. On a CPU (the tests)
-the module runs eagerly: the compiler is the GPU's to exercise.
+closes over would be copied into the graph's pool) and the cache each layer's buffers, allocated once at their
+final length and written in place; the position is a tensor, so every step is the same graph and nothing
+recompiles. The next token is the argmax on the GPU and the output layer multiplies in bf16, as the reference's.
+On a CPU (the tests) the module runs eagerly: the compiler is the GPU's to exercise.
 """
 
 import torch
@@ -34,7 +34,7 @@ class Decoder(torch.nn.Module):
 
     def __init__(self, weights: dict, cache_shape: tuple, dtype: torch.dtype):
         super().__init__()
-        layers, batch, kv_heads, prompt, head_dim = cache_shape
+        _, batch, kv_heads, prompt, head_dim = cache_shape
         device = weights["embed"].device
         self.embed, self.norm = frozen(weights["embed"]), frozen(weights["norm"])
         self.layers = torch.nn.ModuleList()
@@ -42,12 +42,14 @@ class Decoder(torch.nn.Module):
             layer = torch.nn.Module()
             for name, tensor in w.items():
                 setattr(layer, name, frozen(tensor))
+            # A cache of its own a layer, as gpt-fast's KVCache: a slice of one buffer for all layers, written in
+            # place, was copied whole by inductor (functionalised) every step.
+            for name in ("k_cache", "v_cache"):
+                layer.register_buffer(name, torch.zeros(batch, kv_heads, prompt + STEPS, head_dim, dtype=dtype,
+                                                        device=device))
             self.layers.append(layer)
         self.heads = weights["layers"][0]["wq"].shape[1] // head_dim
         self.kv_heads, self.head_dim = kv_heads, head_dim
-        full = (layers, batch, kv_heads, prompt + STEPS, head_dim)
-        self.register_buffer("k", torch.zeros(full, dtype=dtype, device=device))
-        self.register_buffer("v", torch.zeros(full, dtype=dtype, device=device))
         inv = 1.0 / (ROPE_THETA ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim))
         angles = torch.arange(prompt + STEPS, device=device).float()[:, None] * inv[None]
         angles = torch.cat([angles, angles], -1)
@@ -61,14 +63,14 @@ class Decoder(torch.nn.Module):
         cos, sin = self.cos[position], self.sin[position]
         mask = (self.slots <= position)[None, None, None]
         x = self.embed[token][:, None]
-        for i, lw in enumerate(self.layers):
+        for lw in self.layers:
             h = rms_norm(x, lw.attn_norm)
             q = rope((h @ lw.wq).view(batch, 1, heads, head_dim).transpose(1, 2), cos, sin)
             k = rope((h @ lw.wk).view(batch, 1, kv_heads, head_dim).transpose(1, 2), cos, sin)
             v = (h @ lw.wv).view(batch, 1, kv_heads, head_dim).transpose(1, 2)
-            self.k[i].index_copy_(2, position, k)
-            self.v[i].index_copy_(2, position, v)
-            att = F.scaled_dot_product_attention(q, self.k[i], self.v[i], attn_mask=mask, enable_gqa=True)
+            lw.k_cache[:, :, position] = k
+            lw.v_cache[:, :, position] = v
+            att = F.scaled_dot_product_attention(q, lw.k_cache, lw.v_cache, attn_mask=mask, enable_gqa=True)
             x = x + att.transpose(1, 2).reshape(batch, 1, heads * head_dim) @ lw.wo
             h = rms_norm(x, lw.mlp_norm)
             x = x + (F.silu(h @ lw.w_gate) * (h @ lw.w_up)) @ lw.w_down
@@ -96,8 +98,9 @@ def forward(state: State, inputs: dict) -> torch.Tensor:
         state.build(inputs)
     prompt = inputs["k"].shape[3]
     with torch.no_grad():
-        state.decoder.k[:, :, :, :prompt].copy_(inputs["k"])
-        state.decoder.v[:, :, :, :prompt].copy_(inputs["v"])
+        for layer, k, v in zip(state.decoder.layers, inputs["k"], inputs["v"]):
+            layer.k_cache[:, :, :prompt].copy_(k)
+            layer.v_cache[:, :, :prompt].copy_(v)
         token, chosen = inputs["last"], []
         for t in range(STEPS):
             position = torch.full((1,), prompt + t, dtype=torch.long, device=token.device)
