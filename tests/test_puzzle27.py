@@ -179,3 +179,19 @@ def test_its_stage_sweep_times_each_fix_and_judges_its_choices(tmp_path):
                                              "alternatives/graphed_fp32_head.py", "solution/workload.py",
                                              "alternatives/gpu_argmax.py", "alternatives/compiled_step.py"]
     assert all(r["ms_a_call"] > 0 and r["judged_rel_l2"] < PUZZLE.correctness.max_rel_l2 for r in rows), rows
+
+
+def test_its_judge_reach_sweep_refuses_a_skipped_layer_and_no_attention_at_a_small_models_sizes(tmp_path):
+    """sweeps/judge_reach.py, run at the scene's sizes on the CPU for MEASUREMENTS.md, here on the small model (a
+    check of the script): the exact decode judged 0, a layer skipped or attention left out far past the tolerance,
+    fp8 weights past it too."""
+    out = tmp_path / "reach.json"
+    done = subprocess.run([sys.executable, str(PUZZLE.folder / "sweeps" / "judge_reach.py"), "--small", "--json",
+                           str(out)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+    judged = {r["decode"]: r["judged_rel_l2"] for r in json.loads(out.read_text())}
+    tolerance = PUZZLE.correctness.max_rel_l2
+    assert judged["exact"] < tolerance / 4
+    assert min(judged[d] for d in ("the last layer skipped", "a middle layer skipped", "no attention")) > 10 * tolerance
+    assert judged["fp8"] > 2 * tolerance
