@@ -48,8 +48,9 @@ def _compared(outputs: dict, unsplit: torch.Tensor) -> dict:
 
 
 def storage_bytes(state) -> int:
-    """The bytes of every tensor storage `state` (dicts, lists, tuples of tensors) keeps alive, each storage once: a
-    view of a whole tensor keeps the whole of it (the CPU's reading of what the GPUs' rule counts, shards.over_shard)."""
+    """The bytes of every tensor storage `state` (dicts, lists, tuples of tensors) keeps alive, each storage once:
+    a view of a whole tensor keeps the whole of it (the CPU's reading of what the GPUs' rule counts,
+    shards.over_shard)."""
     seen = {}
 
     def walk(x):

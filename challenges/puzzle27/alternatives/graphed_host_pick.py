@@ -56,7 +56,7 @@ class Decoder:
                 self.step()
 
     def step(self) -> None:
-        """One token for every sequence at self.position, from self.token into self.logits; the cache written in place."""
+        """Every sequence's logits at self.position, from self.token into self.logits; the cache written in place."""
         w, heads, kv_heads, head_dim = self.w, self.heads, self.kv_heads, self.head_dim
         batch = self.token.shape[0]
         cos, sin = self.cos[self.position], self.sin[self.position]

@@ -3,13 +3,13 @@ for each file that fixes one more stage, and how right each one's choices are.
 
     PYTHONPATH=. python challenges/puzzle27/sweeps/stages.py [--calls 5] [--json OUT]
 
-Each workload (the baseline, graphed_host_pick: stage 1 fixed, graphed_fp32_head: stages 1 and 2, the reference
-and compiled_step: all three, gpu_argmax: stage 2's fix alone) runs in a process of its own, as a grade runs it:
-prepared, warmed on two calls, then --calls calls on fresh inputs, the GPU synchronised after each. Printed per workload: ms a call (median), ms a
-decode step, its speed-up over the baseline, how far a step is from reading the weights once at the GPU's
-bandwidth (--hbm-tb-s, an H100's 3.35 by default), and its judged error (spec.judge: each choice's logit against
-the best of its step, relative L2). `--device cpu` runs a small model (tests/test_puzzle27.py's sizes, 16 steps):
-a check of the script, not a number.
+Each workload (the baseline, graphed_host_pick: stage 1 fixed, graphed_fp32_head: stages 1 and 2, the reference and
+compiled_step: all three, gpu_argmax: stage 2's fix alone) runs in a process of its own, as a grade runs it:
+prepared, warmed on two calls, then --calls calls on fresh inputs, the GPU synchronised after each. Printed per
+workload: ms a call (median), ms a decode step, its speed-up over the baseline, how far a step is from reading the
+weights once at the GPU's bandwidth (--hbm-tb-s, an H100's 3.35 by default), and its judged error (spec.judge: each
+choice's logit against the best of its step, relative L2). `--device cpu` runs a small model
+(tests/test_puzzle27.py's sizes, 16 steps): a check of the script, not a number.
 """
 
 from __future__ import annotations
