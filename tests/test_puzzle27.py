@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import graded_counts, harness_check, puzzle_file
+from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file
 from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 from tutor.grading.answer import read_answer
@@ -26,9 +26,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # std x sqrt(HIDDEN) stays 0.9 (each layer's output as large as its input, not a fiftieth of it).
 SMALL = {"LAYERS": 4, "HIDDEN": 64, "HEADS": 4, "KV_HEADS": 2, "HEAD_DIM": 16, "FFN": 256, "VOCAB": 512,
          "BATCH": 2, "PROMPT": 32, "INIT_STD": 0.113}
-HONEST = ["baseline.py", "solution/workload.py", "alternatives/gpu_argmax.py", "alternatives/graphed_host_pick.py",
-          "alternatives/graphed_fp32_head.py",
-          "alternatives/compiled_step.py"]
+HONEST = ["baseline.py", "solution/workload.py", "alternatives/gpu_argmax.py", "prototype.py",
+          "alternatives/graphed_fp32_head.py", "alternatives/compiled_step.py"]
 SIZE_LINES = {"LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 16, 2048, 32, 8, 64, 8192, 128256":
               "LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 4, 64, 4, 2, 16, 256, 512",
               "BATCH, PROMPT, STEPS = 8, 2048, 16": "BATCH, PROMPT, STEPS = 2, 32, 16",
@@ -50,7 +49,7 @@ def test_the_reference_answer_names_each_stage_in_order():
 
 
 def test_each_stage_shows_in_the_recording_of_the_fix_before_it_and_not_before():
-    """One H200's profiles (measure_draft.py puzzle27 OUT --recordings-only): the baseline's, graphed_host_pick's
+    """One H200's profiles (measure_draft.py puzzle27 OUT --recordings-only): the baseline's, the prototype's
     (a graph a step, the host's pick left) and graphed_fp32_head's (the host's wait gone too). Each stage's `shows`
     conditions hold on the recording of the fix before it, and not on the one before that: the host's wait shows
     once the launches are one graph (the GPU busy 66% of the call, 16% before), the output layer's bytes once the
@@ -66,16 +65,44 @@ def test_each_stage_shows_in_the_recording_of_the_fix_before_it_and_not_before()
 
 
 def test_its_grades_on_one_h200_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
-    """`benchmarks/measure_draft.py puzzle27 ...` on one H200, two device calls, one to two grades a style (five
-    each are owed): a graph a step with the host's pick 3.96x bronze, the host's wait gone too 5.83x silver, the
-    reference 8.50x and 9.09x gold, the GPU's pick with the launches left 1.15x none (compiled_step's 3.24x was
-    of a version since changed: MEASUREMENTS.md).
-    The baseline, launch-bound Python, reads 263-369 ms a call from grade to grade: the bars keep 4% from every
-    lower bound."""
+    """`benchmarks/grade_stability.py puzzle27 --runs 1 --which W` on one H200, a grade a style (five each are owed):
+    against the prototype, the host's wait gone too 1.28x silver, the reference 1.80x and compiled_step 3.06x
+    gold, the GPU's pick with the launches left 0.23x (1.21x the baseline) none. The prototype's time holds
+    still (72.9-74.1 ms a call over these grades), so the intervals are a few percent wide."""
     grades = json.loads((FIXTURES / "draft_h200_grades_puzzle27_2026-11-29.json").read_text())
-    assert graded_counts(grades) == {"reference": 2, "alternatives/gpu_argmax": 1, "alternatives/graphed_host_pick": 1,
-                                     "alternatives/graphed_fp32_head": 1}
+    assert graded_counts(grades) == {"reference": 1, "alternatives/gpu_argmax": 1, "alternatives/graphed_fp32_head": 1,
+                                     "alternatives/compiled_step": 1}
+    assert {t.vs for t in PUZZLE.tiers} == {"baseline", "prototype"}
     assert_clear_of_every_bar(grades, margin=0.04)
+
+
+def test_against_the_baseline_alone_the_tiers_past_bronze_would_change_with_the_machine():
+    """The 16 earlier grades, every tier then measured against the baseline: launch-bound Python whose time the host
+    sets (263-540 ms a call from grade to grade), while each graphed style's held within 1%. The prototype and
+    graphed_fp32_head, one stage apart, overlap there (6.42x against 5.83x) (the reason silver and gold are
+    measured against the prototype); bronze, against the baseline still, sits clear of every one of them by 4%
+    and more."""
+    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle27_vs_baseline_2026-11-29.json").read_text())
+    assert graded_counts(grades) == {"reference": 5, "prototype": 4, "alternatives/graphed_fp32_head": 4,
+                                     "alternatives/compiled_step": 2, "alternatives/gpu_argmax": 1}
+
+    def read(w: str, figure: str) -> list[float]:
+        return [g["speedups"]["call"]["baseline"][figure] for g in grades if g["which"] == w]
+
+    assert max(read("prototype", "median")) > min(read("alternatives/graphed_fp32_head", "median"))
+    low = {w: read(w, "low") for w in graded_counts(grades)}
+    bronze = next(t for t in PUZZLE.tiers if t.name == "bronze")
+    assert bronze.vs == "baseline" and min(min(v) for w, v in low.items() if w != "alternatives/gpu_argmax") > (
+        1.04 * bronze.min_speedup) > 1.04 * max(low["alternatives/gpu_argmax"])
+
+
+def test_each_cheat_graded_on_one_h200_is_refused():
+    """`benchmarks/grade_cheats.py puzzle27 --runs 1` on one H200: the decode of half the layers judged 0.34 against
+    the tolerance of 1e-2 (and short of bronze); the workload that blanks the calls it takes for unchecked judged
+    wrong on 101 of 125 timed calls, and its GPU time under the floor."""
+    refusals = {"cheats/half_the_layers": {"correctness", "performance"},
+                "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle27_2026-11-29.json", refusals, times=1)
 
 
 def judged_errors(styles: list[str], seed: int = 1) -> dict[str, float]:
@@ -175,7 +202,7 @@ def test_its_stage_sweep_times_each_fix_and_judges_its_choices(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())["results"]
-    assert [r["workload"] for r in rows] == ["baseline.py", "alternatives/graphed_host_pick.py",
+    assert [r["workload"] for r in rows] == ["baseline.py", "prototype.py",
                                              "alternatives/graphed_fp32_head.py", "solution/workload.py",
                                              "alternatives/gpu_argmax.py", "alternatives/compiled_step.py"]
     assert all(r["ms_a_call"] > 0 and r["judged_rel_l2"] < PUZZLE.correctness.max_rel_l2 for r in rows), rows

@@ -3,7 +3,7 @@ for each file that fixes one more stage, and how right each one's choices are.
 
     PYTHONPATH=. python challenges/puzzle27/sweeps/stages.py [--calls 5] [--json OUT]
 
-Each workload (the baseline, graphed_host_pick: stage 1 fixed, graphed_fp32_head: stages 1 and 2, the reference and
+Each workload (the baseline, the prototype: stage 1 fixed, graphed_fp32_head: stages 1 and 2, the reference and
 compiled_step: all three, gpu_argmax: stage 2's fix alone) runs in a process of its own, as a grade runs it:
 prepared, warmed on two calls, then --calls calls on fresh inputs, the GPU synchronised after each. Printed per
 workload: ms a call (median), ms a decode step, its speed-up over the baseline, how far a step is from reading the
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 FOLDER = Path(__file__).parents[1]
-WORKLOADS = ["baseline.py", "alternatives/graphed_host_pick.py", "alternatives/graphed_fp32_head.py",
+WORKLOADS = ["baseline.py", "prototype.py", "alternatives/graphed_fp32_head.py",
              "solution/workload.py", "alternatives/gpu_argmax.py", "alternatives/compiled_step.py"]
 CPU_SIZES = {"LAYERS": 4, "HIDDEN": 64, "HEADS": 4, "KV_HEADS": 2, "HEAD_DIM": 16, "FFN": 256, "VOCAB": 512,
              "BATCH": 2, "PROMPT": 32, "STEPS": 16, "INIT_STD": 0.113}
