@@ -5,9 +5,17 @@
 #   (stability:PUZZLE:RUNS[:ROUNDS,...] grades the reference, baseline:PUZZLE:RUNS the untouched
 #   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, latency:PUZZLE:RUNS times the
 #   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness), hold:PUZZLE:W1,W2 runs
-#   hold_effect.py on those workloads)
+#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats)
+# A device call has a time limit: with STOP_AFTER=S no step starts once S seconds have passed, and each is stopped
+# at S + 60, so the call returns what the steps before it wrote (a step's JSON is written when all its grades end:
+# steps of one grade each lose the least). A draft puzzle needs INFPROF_DRAFTS=1.
 set -uo pipefail
 OUT=${OUT:-/tmp/infprof-out}; mkdir -p "$OUT"
+START=$SECONDS STOP_AFTER=${STOP_AFTER:-100000}
+# A step's JSON file: $OUT/NAME.json, or again2/NAME.json, again3/... where an earlier step wrote that name
+# (benchmarks/grades_fixture.py reads the workload from the file's name).
+out() { local f="$OUT/$1.json" n=2; while [ -e "$f" ]; do f="$OUT/again$n/$1.json"; n=$((n + 1)); done
+        mkdir -p "$(dirname "$f")"; echo "$f"; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm --format=csv
@@ -16,18 +24,23 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
 (while true; do echo "$(date +%s.%N) $(cut -d' ' -f1-3 /proc/loadavg) $(awk '/MHz/{s+=$4;n++}END{printf "%.0f", s/n}' /proc/cpuinfo)"; sleep 1; done) > "$OUT/host.log" &
 for step in "$@"; do
   IFS=: read -r kind p runs rounds <<< "$step"
-  echo "=== $step ($(date +%T))"
+  left=$((STOP_AFTER - (SECONDS - START)))
+  if ((left <= 0)); then echo "=== $step not started: STOP_AFTER=$STOP_AFTER s have passed"; continue; fi
+  echo "=== $step ($(date +%T), $((SECONDS - START)) s in)"
+  timeout() { command timeout $((left + 60)) "$@"; }
   case $kind in
-    stability) python3 benchmarks/grade_stability.py "$p" --runs "$runs" ${rounds:+--rounds "$rounds"} \
-                 --json "$OUT/${p}_stability.json" 2>&1 | grep -v "^▸" ;;
-    baseline) python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which baseline \
-                --json "$OUT/${p}_baseline.json" 2>&1 | grep -v "^▸" ;;
-    alt) python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which "alternatives/$rounds" \
-           --json "$OUT/${p}_${rounds}.json" 2>&1 | grep -v "^▸" ;;
-    hold) python3 benchmarks/hold_effect.py "$p" ${runs//,/ } --json 2>&1 | tee -a "$OUT/hold_effect.jsonl" ;;
-    latency) python3 benchmarks/grade_latency.py "$p" --runs "$runs" --json "$OUT/${p}_latency.json" 2>&1 ;;
-    warm) python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --json "$OUT/${p}_warm.json" 2>&1 ;;
+    stability) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" ${rounds:+--rounds "$rounds"} \
+                 --json "$(out "${p}_stability")" 2>&1 | grep -v "^▸" ;;
+    baseline) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which baseline \
+                --json "$(out "${p}_baseline")" 2>&1 | grep -v "^▸" ;;
+    alt) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which "alternatives/$rounds" \
+           --json "$(out "${p}_alternatives_${rounds}")" 2>&1 | grep -v "^▸" ;;
+    hold) timeout python3 benchmarks/hold_effect.py "$p" ${runs//,/ } --json 2>&1 | tee -a "$OUT/hold_effect.jsonl" ;;
+    latency) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --json "$(out "${p}_latency")" 2>&1 ;;
+    cheats) timeout python3 benchmarks/grade_cheats.py "$p" --runs "$runs" --stop-after "$left" \
+              --json "$(out "${p}_cheats")" 2>&1 | grep -v "^▸" ;;
+    warm) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --json "$(out "${p}_warm")" 2>&1 ;;
   esac
 done
 kill %1 %2 2>/dev/null
-ls -la "$OUT"
+ls -laR "$OUT"
