@@ -66,19 +66,24 @@ def span(values: list[float], fmt: str) -> str:
     return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
 
 
-def table_row(puzzle: str, path: Path) -> str:
+def comparators(puzzle: str) -> list:
+    """The tiers' comparators in their order, each with the clock of its last tier: (vs, clock)."""
     from tutor.catalog import get_puzzle
 
+    return list({t.vs: t.clock for t in get_puzzle(puzzle, drafts=True).tiers}.items())
+
+
+def table_row(puzzle: str, path: Path) -> str:
     grades = json.loads(path.read_text())
     if any(g.get("serving_pairs") for g in grades):
         return serving_row(puzzle, path, grades)
-    clock = get_puzzle(puzzle, drafts=True).tiers[-1].clock
-    estimates = [g["speedups"][clock]["baseline"] for g in grades]
-    return " | ".join(["", which_of(path, puzzle), str(len(grades)),
-                       span([g["timings_ms"]["baseline"] for g in grades], "{:.2f}"),
-                       span([g["timings_ms"]["mine"] for g in grades], "{:.2f}"),
-                       span([e["median"] for e in estimates], "{:.2f}") + "x", span([e["low"] for e in estimates], "{:.2f}"),
-                       ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
+    cells = ["", which_of(path, puzzle), str(len(grades))]
+    cells += [span([g["timings_ms"][vs] for g in grades], "{:.2f}") for vs, _ in comparators(puzzle)]
+    cells.append(span([g["timings_ms"]["mine"] for g in grades], "{:.2f}"))
+    for vs, clock in comparators(puzzle):
+        estimates = [g["speedups"][clock][vs] for g in grades]
+        cells += [span([e["median"] for e in estimates], "{:.2f}") + "x", span([e["low"] for e in estimates], "{:.2f}")]
+    return " | ".join([*cells, ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
 
 
 def serving_row(puzzle: str, path: Path, grades: list[dict]) -> str:
@@ -97,7 +102,17 @@ def serving_row(puzzle: str, path: Path, grades: list[dict]) -> str:
                        ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
 
 
-COLUMNS = ("workload", "grades", "baseline ms", "its ms", "speed-up (median)", "lower bound", "tier then")
+
+
+def columns(puzzle: str) -> list[str]:
+    """Each comparator's ms, then the speed-up over each and its lower bound (the clock of its last tier)."""
+    vs = comparators(puzzle)
+    if len(vs) == 1:  # the tables of the puzzles measured against one comparator, as they were printed
+        return ["workload", "grades", f"{vs[0][0]} ms", "its ms", "speed-up (median)", "lower bound", "tier then"]
+    return ["workload", "grades", *(f"{name} ms" for name, _ in vs), "its ms",
+            *(c for name, _ in vs for c in (f"vs {name} (median)", "lower bound")), "tier then"]
+
+
 SERVING_COLUMNS = ("workload", "grades", "baseline tokens/s", "its tokens/s", "throughput (median)", "lower bound",
                    "p99 ratio (high)", "tier then")
 
@@ -105,9 +120,9 @@ SERVING_COLUMNS = ("workload", "grades", "baseline tokens/s", "its tokens/s", "t
 def main(puzzle: str, call: str, paths: list[str]) -> None:
     if call == "--table":
         serving = any(json.loads(Path(p).read_text())[0].get("serving_pairs") for p in paths)
-        columns = SERVING_COLUMNS if serving else COLUMNS
-        print("| " + " | ".join(columns) + " |")
-        print("|" + "---|" * len(columns))
+        header = SERVING_COLUMNS if serving else columns(puzzle)
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
         print("\n".join(table_row(puzzle, Path(p)) for p in paths))
         return
     if call == "--busy":

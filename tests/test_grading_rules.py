@@ -345,6 +345,30 @@ def test_a_serving_grade_is_re_read_from_its_replay_pairs():
     assert reached(grade) == "silver" and reached(grade, bars=1.5) == "bronze"
 
 
+def test_the_fixture_writers_table_shows_every_comparator_the_tiers_use(tmp_path):
+    """--table's row for a puzzle whose tiers measure against two comparators (puzzle27: bronze against the
+    baseline, silver and gold against its prototype): each one's ms, and the speed-up over each with its lower
+    bound; a puzzle of one comparator keeps the columns its MEASUREMENTS.md tables were printed with."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "benchmarks" / "grades_fixture.py"
+    spec = importlib.util.spec_from_file_location("grades_fixture", path)
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    estimate = {"baseline": {"median": 8.8, "low": 6.8, "high": 9.0, "n": 12},
+                "prototype": {"median": 1.8, "low": 1.78, "high": 1.82, "n": 12}}
+    grade = {"tier": "gold", "timings_ms": {"baseline": 357.8, "prototype": 72.9, "mine": 40.5},
+             "speedups": {"call": estimate, "gpu": estimate}}
+    (tmp_path / "puzzle27_reference.json").write_text(json.dumps([grade]))
+    assert writer.columns("puzzle27")[2:-1] == ["baseline ms", "prototype ms", "its ms", "vs baseline (median)",
+                                                "lower bound", "vs prototype (median)", "lower bound"]
+    assert writer.table_row("puzzle27", tmp_path / "puzzle27_reference.json") == (
+        "| reference | 1 | 357.80-357.80 | 72.90-72.90 | 40.50-40.50 | 8.80-8.80x | 6.80-6.80 | 1.80-1.80x | 1.78-1.78"
+        " | gold |")
+    assert writer.columns("puzzle0") == ["workload", "grades", "baseline ms", "its ms", "speed-up (median)",
+                                         "lower bound", "tier then"]
+
+
 # Issue 37's harness (every timed call checked, each call's input made only once the call before it returned) graded
 # from 2026-11-27 on; a grade before then checked one call a loop. Its done-when asks every shipped honest style
 # re-graded since, on its card: the H100, or 2 x H200 for a two-GPU puzzle.
