@@ -29,6 +29,10 @@ SOURCE_ROOT = Path(__file__).resolve().parent.parent
 # Environment variables read when torch, triton or Python start: they must match the harness's.
 IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TORCHINDUCTOR", "TORCHDYNAMO", "TRITON", "CUDA", "NVIDIA", "LD_",
                    "OMP_", "MKL_", "PYTHON")
+# ...but not the compile caches' folders: each library reads its own when it first compiles, never at import, and a
+# run's fork takes its caller's environment whole (tutor.harness.zygote). Inductor writes its folder into os.environ
+# as it first compiles: a test process that compiles must still find its warm harness.
+COMPILE_CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 READY_WAIT_S = 90.0  # how long a run waits for a harness that is still warming before it goes cold
 CONNECT_TIMEOUT_S = 5.0
 
@@ -48,7 +52,7 @@ def fingerprint(env: dict[str, str]) -> str:
     for path in sorted(SOURCE_ROOT.joinpath("tutor").rglob("*.py")):
         stat = path.stat()
         digest.update(f"{path}:{stat.st_mtime_ns}:{stat.st_size}\n".encode())
-    for name in sorted(k for k in env if k.startswith(IMPORT_TIME_ENV)):
+    for name in sorted(k for k in env if k.startswith(IMPORT_TIME_ENV) and k not in COMPILE_CACHE_ENV):
         digest.update(f"{name}={env[name]}\n".encode())
     return digest.hexdigest()[:16]
 
