@@ -5,6 +5,7 @@ with its rank and a time limit, and every rank reaped."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -67,6 +68,21 @@ def test_a_rank_that_never_answers_is_named_within_the_limit(group):
     assert e.value.kind == "timeout" and e.value.message.startswith("rank 0 did not answer")
     assert time.monotonic() - started < 10
 
+
+
+def test_a_rank_killed_at_stop_takes_nothing_else_of_its_callers_with_it():
+    """A rank that does not leave at stop is killed with what it started, and nothing else of its caller's: every
+    other child of a test process went with it once, the suite's warm harness among them (each later run cold)."""
+    sibling = subprocess.Popen(["sleep", "120"])
+    try:
+        group = ranks.start(2, handler, "gloo")
+        with pytest.raises(HarnessFailure):
+            group.ask("hang", rank=0, limit_s=1)
+        group.stop()
+        assert sibling.poll() is None
+    finally:
+        sibling.kill()
+        sibling.wait()
 
 def test_a_call_is_timed_as_its_slowest_rank_saw_it(group):
     replies = group.ask("time", aligned=True)

@@ -166,6 +166,13 @@ def thaw(candidate: int, trusted: set[int]) -> None:
             os.kill(pid, signal.SIGCONT)
 
 
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and every process below it, and nothing else of the caller's."""
+    for found in _tree({pid}):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(found, signal.SIGKILL)
+
+
 def kill_all(candidate: int, trusted: set[int]) -> None:
     """End the learner's side, whatever it started: nothing of it outlives the grade."""
     for pid in learner_side(candidate, trusted):

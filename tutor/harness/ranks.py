@@ -136,7 +136,7 @@ def _reap(pid: int, limit_s: float = STOP_LIMIT_S) -> None:
         except ChildProcessError:
             return
         time.sleep(0.01)
-    processes.kill_all(pid, set())
+    processes.kill_tree(pid)  # its own tree: the caller's other children (a warm harness, say) are not the rank's
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
 
