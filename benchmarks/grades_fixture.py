@@ -102,8 +102,6 @@ def serving_row(puzzle: str, path: Path, grades: list[dict]) -> str:
                        ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
 
 
-
-
 def columns(puzzle: str) -> list[str]:
     """Each comparator's ms, then the speed-up over each and its lower bound (the clock of its last tier)."""
     vs = comparators(puzzle)

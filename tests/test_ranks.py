@@ -69,7 +69,6 @@ def test_a_rank_that_never_answers_is_named_within_the_limit(group):
     assert time.monotonic() - started < 10
 
 
-
 def test_a_rank_killed_at_stop_takes_nothing_else_of_its_callers_with_it():
     """A rank that does not leave at stop is killed with what it started, and nothing else of its caller's: every
     other child of a test process went with it once, the suite's warm harness among them (each later run cold)."""
@@ -83,6 +82,7 @@ def test_a_rank_killed_at_stop_takes_nothing_else_of_its_callers_with_it():
     finally:
         sibling.kill()
         sibling.wait()
+
 
 def test_a_call_is_timed_as_its_slowest_rank_saw_it(group):
     replies = group.ask("time", aligned=True)
@@ -188,7 +188,6 @@ def test_a_rank_that_fails_is_named_in_the_grade(make_request, tmp_path):
                 return x * state["w"]
         """)
     assert "rank 1" in str(e.value) and "rank one cannot load its shard" in str(e.value)
-
 
 
 def test_a_multi_gpu_workload_is_profiled_as_ranks_rank_0s_trace_the_profiles(make_request, tmp_path):

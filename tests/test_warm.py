@@ -205,11 +205,10 @@ def test_another_environment_or_python_finds_no_warm_harness(warm, make_request,
         run_harness(make_request(), tmp_path / "run", 120)
 
 
-
 def test_a_compile_in_the_callers_process_leaves_its_warm_harness_found(monkeypatch):
     """Inductor writes its cache folder into os.environ as it first compiles (torch's cache_dir()): a test process
-    that compiled went on with every run cold (2 s of torch's import each, 40 s of a suite's CPU). The compile caches'
-    folders are read by no import, and a run's fork takes its caller's environment whole."""
+    that compiled went on with every run cold (2 s of torch's import each). The compile caches' folders are read by
+    no import, and a run's fork takes its caller's environment whole."""
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR"):
@@ -219,6 +218,7 @@ def test_a_compile_in_the_callers_process_leaves_its_warm_harness_found(monkeypa
     assert "TORCHINDUCTOR_CACHE_DIR" in os.environ and fingerprint(harness_environment()) == before
     assert fingerprint({**harness_environment(), "TRITON_CACHE_DIR": "/x", "TORCH_EXTENSIONS_DIR": "/y"}) == before
     assert fingerprint({**harness_environment(), "TORCHINDUCTOR_FX_GRAPH_CACHE": "0"}) != before
+
 
 def test_the_warm_harness_ends_with_its_owner(monkeypatch):
     folder = tempfile.mkdtemp(prefix="ipo")
