@@ -22,12 +22,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm --
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
   --format=csv,nounits -lms 250 > "$OUT/smi.csv" 2>&1 &
 (while true; do echo "$(date +%s.%N) $(cut -d' ' -f1-3 /proc/loadavg) $(awk '/MHz/{s+=$4;n++}END{printf "%.0f", s/n}' /proc/cpuinfo)"; sleep 1; done) > "$OUT/host.log" &
+timeout() { command timeout $((left + 60)) "$@"; }  # a step stopped a minute past STOP_AFTER (its `left`)
 for step in "$@"; do
   IFS=: read -r kind p runs rounds <<< "$step"
   left=$((STOP_AFTER - (SECONDS - START)))
   if ((left <= 0)); then echo "=== $step not started: STOP_AFTER=$STOP_AFTER s have passed"; continue; fi
   echo "=== $step ($(date +%T), $((SECONDS - START)) s in)"
-  timeout() { command timeout $((left + 60)) "$@"; }
   case $kind in
     stability) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" ${rounds:+--rounds "$rounds"} \
                  --json "$(out "${p}_stability")" 2>&1 | grep -v "^▸" ;;

@@ -77,10 +77,11 @@ def table_row(puzzle: str, path: Path) -> str:
     grades = json.loads(path.read_text())
     if any(g.get("serving_pairs") for g in grades):
         return serving_row(puzzle, path, grades)
+    against = comparators(puzzle)
     cells = ["", which_of(path, puzzle), str(len(grades))]
-    cells += [span([g["timings_ms"][vs] for g in grades], "{:.2f}") for vs, _ in comparators(puzzle)]
+    cells += [span([g["timings_ms"][vs] for g in grades], "{:.2f}") for vs, _ in against]
     cells.append(span([g["timings_ms"]["mine"] for g in grades], "{:.2f}"))
-    for vs, clock in comparators(puzzle):
+    for vs, clock in against:
         estimates = [g["speedups"][clock][vs] for g in grades]
         cells += [span([e["median"] for e in estimates], "{:.2f}") + "x", span([e["low"] for e in estimates], "{:.2f}")]
     return " | ".join([*cells, ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()

@@ -299,15 +299,17 @@ def test_puzzle0s_solutions_read_one_tier_idle_or_loaded():
     assert min(len(t) for t in tiers.values()) >= 10
 
 
+def fixture_writer():
+    """benchmarks/grades_fixture.py, loaded as a module."""
+    from tutor.harness.loading import load_module
+
+    return load_module(Path(__file__).parents[1] / "benchmarks" / "grades_fixture.py", "grades_fixture", ())
+
+
 def test_the_fixture_writer_keeps_what_these_tests_read(tmp_path):
     """benchmarks/grades_fixture.py, on grade_stability.py's output: a grader's own failed rule voids the
     tier, the baseline's grades are left out, and the file's name says which solution it graded."""
-    import importlib.util
-
-    path = Path(__file__).parents[1] / "benchmarks" / "grades_fixture.py"
-    spec = importlib.util.spec_from_file_location("grades_fixture", path)
-    writer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(writer)
+    writer = fixture_writer()
     grade = {"run": 1, "rounds": 60, "tier": "silver", "timings_ms": {"baseline": 2.0, "mine": 1.0},
              "speedups": {"call": {"baseline": {"median": 2.000004, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}},
              "criteria": {"correctness": True, "diagnosis": True, "performance": True, "fp8 weights": False},
@@ -349,12 +351,7 @@ def test_the_fixture_writers_table_shows_every_comparator_the_tiers_use(tmp_path
     """--table's row for a puzzle whose tiers measure against two comparators (puzzle27: bronze against the
     baseline, silver and gold against its prototype): each one's ms, and the speed-up over each with its lower
     bound; a puzzle of one comparator keeps the columns its MEASUREMENTS.md tables were printed with."""
-    import importlib.util
-
-    path = Path(__file__).parents[1] / "benchmarks" / "grades_fixture.py"
-    spec = importlib.util.spec_from_file_location("grades_fixture", path)
-    writer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(writer)
+    writer = fixture_writer()
     estimate = {"baseline": {"median": 8.8, "low": 6.8, "high": 9.0, "n": 12},
                 "prototype": {"median": 1.8, "low": 1.78, "high": 1.82, "n": 12}}
     grade = {"tier": "gold", "timings_ms": {"baseline": 357.8, "prototype": 72.9, "mine": 40.5},

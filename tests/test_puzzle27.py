@@ -193,15 +193,20 @@ def test_show_says_how_a_capstone_is_graded_its_choices_judged_and_its_stages_in
     assert "Stages" not in plain and "along your own path" not in plain
 
 
+def run_sweep(script: str, tmp_path: Path, *args: str):
+    """One of the puzzle's sweeps/ scripts run as its command line says, and the JSON it wrote."""
+    out = tmp_path / f"{script}.json"
+    done = subprocess.run([sys.executable, str(PUZZLE.folder / "sweeps" / script), *args, "--json", str(out)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
 def test_its_stage_sweep_times_each_fix_and_judges_its_choices(tmp_path):
     """sweeps/stages.py, the first measurement owed on the H100, at a CPU's sizes: a row per file that fixes one more
     stage, each style's choices judged right."""
-    out = tmp_path / "sweep.json"
-    done = subprocess.run([sys.executable, str(PUZZLE.folder / "sweeps" / "stages.py"), "--device", "cpu",
-                           "--calls", "1", "--json", str(out)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
-    assert done.returncode == 0, done.stderr
-    rows = json.loads(out.read_text())["results"]
+    rows = run_sweep("stages.py", tmp_path, "--device", "cpu", "--calls", "1")["results"]
     assert [r["workload"] for r in rows] == ["baseline.py", "prototype.py",
                                              "alternatives/graphed_fp32_head.py", "solution/workload.py",
                                              "alternatives/gpu_argmax.py", "alternatives/compiled_step.py"]
@@ -212,12 +217,7 @@ def test_its_judge_reach_sweep_refuses_a_skipped_layer_and_no_attention_at_a_sma
     """sweeps/judge_reach.py, run at the scene's sizes on the CPU for MEASUREMENTS.md, here on the small model (a
     check of the script): the exact decode judged 0, a layer skipped or attention left out far past the tolerance,
     fp8 weights past it too."""
-    out = tmp_path / "reach.json"
-    done = subprocess.run([sys.executable, str(PUZZLE.folder / "sweeps" / "judge_reach.py"), "--small", "--json",
-                           str(out)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
-    assert done.returncode == 0, done.stderr
-    judged = {r["decode"]: r["judged_rel_l2"] for r in json.loads(out.read_text())}
+    judged = {r["decode"]: r["judged_rel_l2"] for r in run_sweep("judge_reach.py", tmp_path, "--small")}
     tolerance = PUZZLE.correctness.max_rel_l2
     assert judged["exact"] < tolerance / 4
     assert min(judged[d] for d in ("the last layer skipped", "a middle layer skipped", "no attention")) > 10 * tolerance

@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from stages import CPU_SIZES  # the sweeps' small model (this folder is the script's first on sys.path)
+
 FOLDER = Path(__file__).parents[1]
-SMALL = {"LAYERS": 4, "HIDDEN": 64, "HEADS": 4, "KV_HEADS": 2, "HEAD_DIM": 16, "FFN": 256, "VOCAB": 512,
-         "BATCH": 2, "PROMPT": 32, "STEPS": 16, "INIT_STD": 0.113}
 
 
 def decode(spec, weights: dict, inputs: dict, skip: tuple = (), window: int | None = None) -> torch.Tensor:
@@ -81,7 +81,7 @@ def main() -> None:
     from tutor.harness.loading import load_module
 
     spec = load_module(FOLDER / "spec.py", "p27_spec", ())
-    for name, value in (SMALL if args.small else {}).items():
+    for name, value in (CPU_SIZES if args.small else {}).items():
         setattr(spec, name, value)
     weights, inputs = spec.make_weights(0, args.device), spec.make_input(args.seed, args.device)
     last = spec.LAYERS - 1
