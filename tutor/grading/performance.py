@@ -162,6 +162,16 @@ def environment_lines(environment: dict) -> list[str]:
     return [f"Caution: {c}" for c in environment.get("concerns", [])] + ([line] if line else [])
 
 
+def missed_work(measured: Measured, name: str) -> str:
+    """The work a workload's events missed, charged to its GPU clock: how much, so that a charge of sync jitter on a
+    long call (a few hundredths of a millisecond) reads as what it is beside a side stream's real tail."""
+    after, gpu_ms = measured.clocks.get(name, {}).get("after_ms"), measured.gpu_ms.get(name)
+    amount = (f" ({statistics.median(after):.2g} ms a call, {statistics.median(after) / statistics.median(gpu_ms):.1%}"
+              " of its GPU time)") if after and gpu_ms else ""
+    return (f"{name}: GPU work ran after the timed stream had finished{amount} (a side stream not joined back?) and "
+            "was counted in full")
+
+
 def check_performance(puzzle: Puzzle, measured: Measured) -> tuple[Criterion, str, dict[str, dict[str, Estimate]]]:
     """The tier reached, the details behind it, and the speed-ups per clock."""
     speedups = {"call": measured.speedups("call"), "gpu": measured.speedups("gpu")}
@@ -170,9 +180,7 @@ def check_performance(puzzle: Puzzle, measured: Measured) -> tuple[Criterion, st
                f"{how_timed(measured, name)}" for name, ms in measured.call_ms.items()]
     # What the events missed is charged to the GPU clock alone (the call clock drains every stream): with no GPU
     # clock (several ranks: tutor.harness.lockstep.merged) it changed nothing, and NCCL's streams set it off.
-    for name in measured.host_timed if measured.gpu_ms else []:
-        details.append(f"{name}: GPU work ran after the timed stream had finished (a side stream not joined "
-                       "back?) and was counted in full")
+    details += [missed_work(measured, name) for name in (measured.host_timed if measured.gpu_ms else [])]
     if measured.note:
         details.append(measured.note)
     details += [describe_tier(t, speedups) for t in puzzle.tiers]
