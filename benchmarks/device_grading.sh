@@ -5,7 +5,8 @@
 #   (stability:PUZZLE:RUNS[:ROUNDS,...] grades the reference, baseline:PUZZLE:RUNS the untouched
 #   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, latency:PUZZLE:RUNS times the
 #   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness), hold:PUZZLE:W1,W2 runs
-#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats)
+#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, gpu-tests:FILE,FILE... runs
+#   those files' GPU tests, everything they print kept in $OUT/gpu_tests.txt)
 # A device call has a time limit: with STOP_AFTER=S no step starts once S seconds have passed, and each is stopped
 # at S + 60, so the call returns what the steps before it wrote (a step's JSON is written when all its grades end:
 # steps of one grade each lose the least). A draft puzzle needs INFPROF_DRAFTS=1.
@@ -40,6 +41,9 @@ for step in "$@"; do
     cheats) timeout python3 benchmarks/grade_cheats.py "$p" --runs "$runs" --stop-after "$left" \
               --json "$(out "${p}_cheats")" 2>&1 | grep -v "^▸" ;;
     warm) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --json "$(out "${p}_warm")" 2>&1 ;;
+    # Without pytest's log capture: torch's DEBUG records filled -rP's report, and a tail of it lost the prints.
+    gpu-tests) timeout python3 -m pytest -q -p no:cacheprovider -p no:logging -m gpu -rP ${p//,/ } 2>&1 \
+                 | tee -a "$OUT/gpu_tests.txt" | tail -5 ;;
   esac
 done
 kill %1 %2 2>/dev/null
