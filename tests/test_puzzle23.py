@@ -112,8 +112,8 @@ def test_the_static_buffers_are_made_once_for_the_longest_prompt_and_kept(scene)
 def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
     """Graded as the GPU grades it, at a CPU's sizes: the reference right on every check and every timed call. (That
     a blanked call is found is every puzzle's: tests/test_every_call_checked.py.)"""
-    # Small enough for a CPU without bf16 arithmetic (AVX2: its bf16 matmuls ~40x slower than fp32), where a call of
-    # 864 tokens at HIDDEN 256 took 1.5 s: 320 tokens at 128.
+    # Small enough for a CPU without bf16 arithmetic (AVX2: bf16 matmuls several times slower than fp32's, more at
+    # these small shapes), where a call of 864 tokens at HIDDEN 256 took 1.5 s: 320 tokens at 128.
     small = {"HIDDEN, FFN, LAYERS = 2048, 8192, 2": "HIDDEN, FFN, LAYERS = 128, 128, 2",
              "SHORTEST, LONGEST = 128, 4096": "SHORTEST, LONGEST = 8, 72",
              "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8":
