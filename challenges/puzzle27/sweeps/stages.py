@@ -1,7 +1,7 @@
 """Puzzle 27 on one CUDA GPU: what each stage's fix is worth, before any grade: a call's time for the baseline and
 for each file that fixes one more stage, and how right each one's choices are.
 
-    PYTHONPATH=. python challenges/puzzle27/sweeps/stages.py [--calls 5] [--json OUT]
+    PYTHONPATH=. python challenges/puzzle27/sweeps/stages.py [--calls 5] [--workloads A.py,B.py] [--json OUT]
 
 Each workload (the baseline, the prototype: stage 1 fixed, graphed_fp32_head: stages 1 and 2, the reference and
 compiled_step: all three, gpu_argmax: stage 2's fix alone) runs in a process of its own, as a grade runs it:
@@ -65,6 +65,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--hbm-tb-s", type=float, default=3.35)
     parser.add_argument("--json")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help="which of them, comma-separated (the first is the one the speed-ups divide)")
     parser.add_argument("--workload", help=argparse.SUPPRESS)  # one workload, in a process of its own
     args = parser.parse_args()
     if args.workload:
@@ -73,7 +75,7 @@ def main() -> None:
     from challenges.process_sweeps import each_in_its_own_process
 
     results = []
-    for workload, figures in each_in_its_own_process(__file__, WORKLOADS, ["--calls", str(args.calls),
+    for workload, figures in each_in_its_own_process(__file__, args.workloads.split(","), ["--calls", str(args.calls),
                                                                             "--device", args.device]):
         results.append(figures)
         base = results[0]["ms_a_call"]
