@@ -215,7 +215,8 @@ def pytest_generate_tests(metafunc):
     """--also-cold's tests, twice in one pass: the test processes share the cold runs out with everything else,
     where a second pass ran them on their own (its long tests one after another, most processes idle)."""
     files = {f.strip() for f in metafunc.config.getoption("also_cold").split(",") if f.strip()}
-    if metafunc.config.getoption("warm") != "off" and f"tests/{metafunc.definition.path.name}" in files:
+    twins = not metafunc.definition.get_closest_marker("cold_only")  # a test cold either way would run twice alike
+    if metafunc.config.getoption("warm") != "off" and f"tests/{metafunc.definition.path.name}" in files and twins:
         metafunc.fixturenames.append("harness_start")
         metafunc.parametrize("harness_start", ["warm", "cold"])
 

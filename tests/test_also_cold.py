@@ -24,3 +24,12 @@ def test_a_cold_twin_runs_cold_and_its_warm_twin_as_the_session_runs(request, tm
         assert os.environ["INFPROF_WARM"] == "0" and not outcome.warm
     else:  # forked where the warm harness is ready (a busy machine may not have it ready in time: no assertion)
         assert os.environ["INFPROF_WARM"] == request.config.getoption("warm")
+
+
+@pytest.mark.cold_only
+def test_a_test_that_starts_its_runs_cold_itself_runs_once(request):
+    """Its two twins would be the same test twice (tests/test_runner.py's bytecode test: 7 s of CPU each)."""
+    if "tests/test_also_cold.py" not in request.config.getoption("also_cold"):
+        pytest.skip("not named by --also-cold in this session")
+    assert not hasattr(request.node, "callspec")
+    assert [i.name for i in request.session.items if i.originalname == request.node.originalname] == [request.node.name]

@@ -149,6 +149,7 @@ def test_cancel_kills_the_workload(make_request, tmp_path):
     assert info.value.kind == "cancelled"
 
 
+@pytest.mark.cold_only
 def test_the_harness_keeps_its_bytecode_in_the_tutor_cache(make_request, tmp_path, monkeypatch):
     # As on the GPU machines: nothing writes bytecode, so every run would recompile torch's modules.
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
