@@ -138,9 +138,7 @@ def freeze(candidate: int, trusted: set[int]) -> None:
         new = learner_side(candidate, trusted) - stopped
         if not new:
             break
-        for pid in new:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGSTOP)
+        _send(new, signal.SIGSTOP)
         stopped |= new
     _wait_until_stopped(stopped)
 
@@ -160,21 +158,22 @@ def _wait_until_stopped(pids: set[int], limit_s: float = 1.0) -> None:
                 time.sleep(0.0002)
 
 
-def thaw(candidate: int, trusted: set[int]) -> None:
-    for pid in learner_side(candidate, trusted):
+def _send(pids: set[int], sig: int) -> None:
+    """`sig` to each of `pids`, those already gone (or not ours to signal) passed over."""
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, sig)
+
+
+def thaw(candidate: int, trusted: set[int]) -> None:
+    _send(learner_side(candidate, trusted), signal.SIGCONT)
 
 
 def kill_tree(pid: int) -> None:
     """SIGKILL `pid` and every process below it, and nothing else of the caller's."""
-    for found in _tree({pid}):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(found, signal.SIGKILL)
+    _send(_tree({pid}), signal.SIGKILL)
 
 
 def kill_all(candidate: int, trusted: set[int]) -> None:
     """End the learner's side, whatever it started: nothing of it outlives the grade."""
-    for pid in learner_side(candidate, trusted):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    _send(learner_side(candidate, trusted), signal.SIGKILL)
