@@ -65,15 +65,15 @@ def test_each_stage_shows_in_the_recording_of_the_fix_before_it_and_not_before()
 
 
 def test_its_grades_on_one_h200_read_their_tiers_with_every_bar_8_percent_higher_or_lower():
-    """Each style graded three or four times on one H200 against the prototype (`benchmarks/grade_stability.py
-    puzzle27 --runs 1 --which W`, then `benchmarks/device_grading.sh alt:puzzle27:1:W`): the host's wait gone too
-    1.27-1.45x silver, the reference 1.80-2.13x and compiled_step 3.06-3.08x gold, the GPU's pick with the launches
-    left 0.21-0.23x (1.11-1.21x the baseline) none. The prototype still waits on the host each step: 72.9-74.4 ms a
-    call, and 83.5 and 86.3 ms in the two grades whose baseline read slowest (504 and 507 ms), which lifted the
-    ratios against it by 13-18%; every lower bound stays 8% clear of every bar."""
+    """Each style graded five times on one H200 against the prototype (`benchmarks/grade_stability.py puzzle27 --runs 1
+    --which W`, then `benchmarks/device_grading.sh alt:puzzle27:1:W`): the host's wait gone too 1.27-1.45x silver,
+    the reference 1.80-2.13x and compiled_step 3.01-3.12x gold, the GPU's pick with the launches left 0.21-0.30x
+    (1.11-1.21x the baseline) none. The prototype still waits on the host each step: 72.6-75.5 ms a call, and 83.5
+    and 86.3 ms in the two grades whose baseline read slowest (504 and 507 ms), which lifted the ratios against it by
+    13-18%; every lower bound stays 8% clear of every bar."""
     grades = json.loads((FIXTURES / "draft_h200_grades_puzzle27_2026-11-29.json").read_text())
-    assert graded_counts(grades) == {"reference": 3, "alternatives/gpu_argmax": 3, "alternatives/graphed_fp32_head": 4,
-                                     "alternatives/compiled_step": 3}
+    assert graded_counts(grades) == {"reference": 5, "alternatives/gpu_argmax": 5, "alternatives/graphed_fp32_head": 5,
+                                     "alternatives/compiled_step": 5}
     assert {t.vs for t in PUZZLE.tiers} == {"baseline", "prototype"}
     assert_clear_of_every_bar(grades, margin=0.08)
 
@@ -99,13 +99,13 @@ def test_against_the_baseline_alone_the_tiers_past_bronze_would_change_with_the_
 
 
 def test_each_cheat_graded_on_one_h200_is_refused():
-    """`benchmarks/grade_cheats.py puzzle27 --runs 1` on one H200, three times: the decode of half the layers judged
-    0.32-0.34 against the tolerance of 1e-2 (and short of bronze, 2.27-2.60x); the workload that blanks the calls it
-    takes for unchecked judged wrong on 99-101 of 123-125 timed calls, and its GPU time under the floor by 87x and
+    """`benchmarks/grade_cheats.py puzzle27 --runs 1` on one H200, five times: the decode of half the layers judged
+    0.32-0.35 against the tolerance of 1e-2 (and short of bronze, 1.78-2.60x); the workload that blanks the calls it
+    takes for unchecked judged wrong on 98-101 of 122-125 timed calls, and its GPU time under the floor by 87x and
     more."""
     refusals = {"cheats/half_the_layers": {"correctness", "performance"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle27_2026-11-29.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle27_2026-11-29.json", refusals, times=5)
 
 
 def judged_errors(styles: list[str], seed: int = 1) -> dict[str, float]:

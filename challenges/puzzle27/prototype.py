@@ -2,7 +2,7 @@
 written in place, the rest as the baseline has it: the graph ends with the step's fp32 logits, copied to the
 host, where the next token is picked, as the baseline picks it. Each step's hundreds of launches are one; the host
 still waits for every step. Its time moves far less from grade to grade than the baseline's, which the host's
-speed sets (MEASUREMENTS.md: 72.9-74.4 ms a call in most grades on one H200, up to 86 ms on its slowest host).
+speed sets (MEASUREMENTS.md: 72.6-75.5 ms a call in 18 grades of 20 on one H200, up to 86 ms on its slowest host).
 """
 
 import torch
