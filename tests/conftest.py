@@ -48,6 +48,21 @@ def puzzle_file(puzzle, relative: str, sizes: dict | None = None):
     return module
 
 
+def resized_copies(puzzle, names: list[str], lines: dict[str, str], folder: Path) -> dict[str, Path]:
+    """Copies of a puzzle's files (spec, workloads) in `folder`, each of `lines` (a size line as the file has it)
+    replaced by its value: the same code on a scene a CPU runs in a fraction of the time, for a harness run, which
+    loads files by path. Every file must hold one of the lines at least."""
+    paths = {}
+    for name in names:
+        source = (puzzle.folder / name).read_text()
+        assert any(line in source for line in lines), f"{name}: none of its size lines found"
+        for line, replaced in lines.items():
+            source = source.replace(line, replaced)
+        paths[name] = folder / name.replace("/", "_")
+        paths[name].write_text(source)
+    return paths
+
+
 def kernel_constant(source: str, name: str) -> int:
     """An integer constant a CUDA source sets (`constexpr int T = 32, ...`, `#define`-free), read from the text."""
     import re

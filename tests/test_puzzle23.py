@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2
+from conftest import (assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2,
+                      resized_copies)
 from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 
@@ -118,14 +119,8 @@ def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
              "SHORTEST, LONGEST = 128, 4096": "SHORTEST, LONGEST = 8, 72",
              "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 2048, 8192, 2, 32, 8":
              "HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 128, 128, 2, 32, 8"}
-    paths = {}
-    for name in ("spec.py", "baseline.py", "solution/workload.py"):
-        source = (PUZZLE.folder / name).read_text()
-        for line, replaced in small.items():
-            source = source.replace(line, replaced)
-        assert "2048" not in source, name  # every size line found
-        paths[name] = tmp_path / name.replace("/", "_")
-        paths[name].write_text(source)
+    paths = resized_copies(PUZZLE, ["spec.py", "baseline.py", "solution/workload.py"], small, tmp_path)
+    assert not [name for name, path in paths.items() if "2048" in path.read_text()]  # every size line found
     result = harness_check(PUZZLE, paths["solution/workload.py"], tmp_path, baseline=paths["baseline.py"],
                            spec=paths["spec.py"])
     errors = [c.get("rel_l2", float("inf")) for c in result["checks"] + result["timed_checks"]]

@@ -18,11 +18,22 @@ PUZZLE = get_puzzle("puzzle4")
 TOLERANCE = PUZZLE.correctness.max_rel_l2
 
 
-def module(relative: str):
-    return puzzle_file(PUZZLE, relative)
+# A quarter of the width, for the tests that hold a style's code to the baseline's (the scene's own properties are
+# tested at its sizes): its bf16 steps, on a CPU without bf16 arithmetic, made those 13 s of the suite's CPU.
+NARROW = {"HIDDEN": 128, "FFN": 512, "MEMORY": 64}
+
+
+def module(relative: str, sizes: dict | None = None):
+    return puzzle_file(PUZZLE, relative, sizes)
 
 
 SPEC, BASELINE = module("spec.py"), module("baseline.py")
+
+
+@pytest.fixture(scope="module")
+def narrow():
+    """The scene's spec and baseline at a quarter of its width."""
+    return module("spec.py", NARROW), module("baseline.py", NARROW)
 
 
 def rel_l2(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -108,57 +119,60 @@ def test_the_memory_never_changes_a_choice():
     assert torch.equal(decode(weights, prompts)[0], decode(unread, prompts)[0])
 
 
-def test_the_graph_per_step_alternative_gives_the_baselines_scores_eagerly():
+def test_the_graph_per_step_alternative_gives_the_baselines_scores_eagerly(narrow):
     """Its step on its own state, run eagerly on the CPU as its forward() replays it."""
-    other = module("alternatives/graph_per_step.py")
-    weights = SPEC.make_weights(9, "cpu")
+    spec, baseline = narrow
+    other = module("alternatives/graph_per_step.py", NARROW)
+    weights = spec.make_weights(9, "cpu")
     for seed in range(3):
-        prompts = SPEC.make_input(seed, "cpu")
-        state = {"w": weights, "tokens": torch.ones(SPEC.BATCH, dtype=torch.long),
-                 "memory": torch.ones(SPEC.BATCH, SPEC.MEMORY)}
+        prompts = spec.make_input(seed, "cpu")
+        state = {"w": weights, "tokens": torch.ones(spec.BATCH, dtype=torch.long),
+                 "memory": torch.ones(spec.BATCH, spec.MEMORY)}
         state["memory"].zero_()
-        for j in range(SPEC.PROMPT - 1):
+        for j in range(spec.PROMPT - 1):
             state["tokens"].copy_(prompts[:, j])
             other.one_step(state)
         state["tokens"].copy_(prompts[:, -1])
-        out = torch.zeros(SPEC.BATCH, SPEC.STEPS)
-        for i in range(SPEC.STEPS):
+        out = torch.zeros(spec.BATCH, spec.STEPS)
+        for i in range(spec.STEPS):
             other.one_step(state)
             out[:, i] = state["score"]
             if state["done"]:
                 break
-        assert torch.equal(out, BASELINE.forward(weights, prompts))
+        assert torch.equal(out, baseline.forward(weights, prompts))
 
 
-def test_the_compiled_chunks_give_the_baselines_scores_eagerly_too():
+def test_the_compiled_chunks_give_the_baselines_scores_eagerly_too(narrow):
     """Its modules, uncompiled, on the CPU (the compile and its graphs are the GPU's to test)."""
-    alternative = module("alternatives/compiled_chunks.py")
-    weights, prompts = SPEC.make_weights(13, "cpu"), SPEC.make_input(4, "cpu")
+    spec, baseline = narrow
+    alternative = module("alternatives/compiled_chunks.py", NARROW)
+    weights, prompts = spec.make_weights(13, "cpu"), spec.make_input(4, "cpu")
     eager = (alternative.Prompt(weights).eval(), alternative.Chunk(weights).eval())
-    assert torch.equal(alternative.forward(eager, prompts), BASELINE.forward(weights, prompts))
+    assert torch.equal(alternative.forward(eager, prompts), baseline.forward(weights, prompts))
 
 
-def test_the_references_graphed_steps_give_the_baselines_scores_eagerly():
+def test_the_references_graphed_steps_give_the_baselines_scores_eagerly(narrow):
     """The prompt and the chunks the reference captures, run eagerly on the CPU as its forward() replays them: a
     call that ends early replays only the chunks up to its end and one more, on a state the last call (a longer
     one) left, and its scores are the baseline's, zeros past the end included."""
-    reference = module("solution/workload.py")
-    weights = SPEC.make_weights(10, "cpu")
-    state = {"w": weights, "prompts": torch.ones(SPEC.BATCH, SPEC.PROMPT, dtype=torch.long),
-             "tokens": torch.ones(SPEC.BATCH, dtype=torch.long), "memory": torch.zeros(SPEC.BATCH, SPEC.MEMORY),
-             "out": torch.zeros(SPEC.BATCH, SPEC.STEPS), "running": torch.ones((), dtype=torch.bool)}
-    calls = sorted((SPEC.make_input(seed, "cpu") for seed in range(6)), key=lambda p: -int(
-        (SPEC.ORDER[:, None] == p[:, -1]).nonzero()[:, 0].max()))
+    spec, baseline = narrow
+    reference = module("solution/workload.py", NARROW)
+    weights = spec.make_weights(10, "cpu")
+    state = {"w": weights, "prompts": torch.ones(spec.BATCH, spec.PROMPT, dtype=torch.long),
+             "tokens": torch.ones(spec.BATCH, dtype=torch.long), "memory": torch.zeros(spec.BATCH, spec.MEMORY),
+             "out": torch.zeros(spec.BATCH, spec.STEPS), "running": torch.ones((), dtype=torch.bool)}
+    calls = sorted((spec.make_input(seed, "cpu") for seed in range(6)), key=lambda p: -int(
+        (spec.ORDER[:, None] == p[:, -1]).nonzero()[:, 0].max()))
     for prompts in calls[:1] + calls[-1:]:  # the longest call, then the shortest
         state["prompts"].copy_(prompts)
         reference.read_prompt(state)
-        for k, start in enumerate(range(0, SPEC.STEPS, reference.CHUNK)):
+        for k, start in enumerate(range(0, spec.STEPS, reference.CHUNK)):
             reference.chunk(state, start)
             if not state["running"]:
-                for extra in range(k + 1, min(k + 1 + reference.AHEAD, SPEC.STEPS // reference.CHUNK)):
+                for extra in range(k + 1, min(k + 1 + reference.AHEAD, spec.STEPS // reference.CHUNK)):
                     reference.chunk(state, extra * reference.CHUNK)
                 break
-        assert torch.equal(state["out"], BASELINE.forward(weights, prompts))
+        assert torch.equal(state["out"], baseline.forward(weights, prompts))
 
 
 def test_its_recording_shows_the_syncs_and_the_idle_gpu_the_story_names():
