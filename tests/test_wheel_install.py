@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.first  # its install is the suite's longest piece: begun first, it ends beside the rest
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ("tutor", "challenges", "graders")
 
