@@ -237,15 +237,32 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture(scope="session")
-def warm_runtime(request, tmp_path_factory):
-    """With --warm or --warm-when-ready: a warm harness owned by this test session, and the folder its socket is in."""
+def warm_runtime(request, tmp_path_factory, worker_id):
+    """With --warm or --warm-when-ready: a warm harness owned by this test session, and the folder its socket is in.
+
+    pytest-xdist's test processes share one (each an owner of it, as the app and the CLI of one learner share
+    theirs): one torch, Dynamo and Inductor import, 6 s of CPU, where each process paid its own."""
     if request.config.getoption("warm") == "off":
         yield None
         return
+    import fcntl
     import os
-    os.environ["INFPROF_RUNTIME_DIR"], harness = start_warm_harness("ipw")
-    yield os.environ["INFPROF_RUNTIME_DIR"]
-    harness.stop()
+
+    from tutor.warm import WarmHarness
+    if worker_id == "master":
+        os.environ["INFPROF_RUNTIME_DIR"], harness = start_warm_harness("ipw")
+        yield os.environ["INFPROF_RUNTIME_DIR"]
+        harness.stop()
+        return
+    folder = tmp_path_factory.getbasetemp().parent / "warm"  # the workers' shared folder (short: a socket path)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.environ["INFPROF_RUNTIME_DIR"] = str(folder)
+    with open(folder / "start.lock", "w") as lock:  # one process starts it, the others wait and own it too
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        harness = WarmHarness.for_env()
+        harness.start(owner=os.getpid())
+        assert harness.wait_ready(owner=os.getpid()), harness.log_path.read_text()
+    yield str(folder)  # it ends once every process that owns it has ended
 
 
 def start_warm_harness(prefix: str):
