@@ -248,7 +248,6 @@ def warm_runtime(request, tmp_path_factory, worker_id):
     import fcntl
     import os
 
-    from tutor.warm import WarmHarness
     if worker_id == "master":
         os.environ["INFPROF_RUNTIME_DIR"], harness = start_warm_harness("ipw")
         yield os.environ["INFPROF_RUNTIME_DIR"]
@@ -256,12 +255,9 @@ def warm_runtime(request, tmp_path_factory, worker_id):
         return
     folder = tmp_path_factory.getbasetemp().parent / "warm"  # the workers' shared folder (short: a socket path)
     folder.mkdir(mode=0o700, exist_ok=True)
-    os.environ["INFPROF_RUNTIME_DIR"] = str(folder)
     with open(folder / "start.lock", "w") as lock:  # one process starts it, the others wait and own it too
         fcntl.flock(lock, fcntl.LOCK_EX)
-        harness = WarmHarness.for_env()
-        harness.start(owner=os.getpid())
-        assert harness.wait_ready(owner=os.getpid()), harness.log_path.read_text()
+        own_warm_harness(str(folder))
     yield str(folder)  # it ends once every process that owns it has ended
 
 
@@ -269,16 +265,24 @@ def start_warm_harness(prefix: str):
     """A warm harness owned by this test process, in a new runtime folder: (the folder, the harness).
 
     Sets INFPROF_RUNTIME_DIR to the folder; the caller restores it if it must."""
-    import os
     import tempfile
 
-    from tutor.warm import WarmHarness
     folder = tempfile.mkdtemp(prefix=prefix)  # short: a socket path has 108 bytes
+    return folder, own_warm_harness(folder)
+
+
+def own_warm_harness(folder: str):
+    """The warm harness of runtime folder `folder`, started unless it runs, this test process one of its owners.
+
+    Sets INFPROF_RUNTIME_DIR to the folder."""
+    import os
+
+    from tutor.warm import WarmHarness
     os.environ["INFPROF_RUNTIME_DIR"] = folder
     harness = WarmHarness.for_env()
     harness.start(owner=os.getpid())
     assert harness.wait_ready(owner=os.getpid()), harness.log_path.read_text()
-    return folder, harness
+    return harness
 
 
 def pytest_collection_modifyitems(config, items):
