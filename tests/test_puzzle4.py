@@ -32,8 +32,13 @@ SPEC, BASELINE = module("spec.py"), module("baseline.py")
 
 @pytest.fixture(scope="module")
 def narrow():
-    """The scene's spec and baseline at a quarter of its width."""
-    return module("spec.py", NARROW), module("baseline.py", NARROW)
+    """The scene's spec and baseline at a quarter of its width, where the chain is still followed exactly: a call
+    ends at its farthest start's distance, as at full width."""
+    spec, baseline = module("spec.py", NARROW), module("baseline.py", NARROW)
+    weights, prompts = spec.make_weights(10, "cpu"), spec.make_input(0, "cpu")
+    farthest = max(int((spec.ORDER == t).nonzero()) for t in prompts[:, -1])
+    assert int((baseline.forward(weights, prompts) != 0).any(0).nonzero().max()) + 1 == farthest
+    return spec, baseline
 
 
 def rel_l2(out: torch.Tensor, ref: torch.Tensor) -> float:
