@@ -5,8 +5,8 @@
         --also-cold tests/test_anticheat.py,... [--suite-cpu-json F]
 
 One test process (-n 0): with several, each test would be charged the others' CPU too. Prints the total and its
-shares (the --also-cold twins, the app, ptxas's compiles, the puzzles' other tests, the tests under 0.05 s) and the 15 dearest tests;
---suite-cpu-json writes [nodeid, core-seconds, wall seconds] for every test. Linux only.
+shares (the --also-cold twins, the app, ptxas's compiles, the puzzles' other tests, the tests under 0.05 s) and the
+15 dearest tests; --suite-cpu-json writes [nodeid, core-seconds, wall seconds] for every test. Linux only.
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def pytest_terminal_summary(terminalreporter, config):
     write = terminalreporter.write_line
     shares = defaultdict(lambda: [0.0, 0])
     for nodeid, cpu, _ in ROWS:
-        shares[share(nodeid)][0] += cpu
-        shares[share(nodeid)][1] += 1
+        counted = shares[share(nodeid)]
+        counted[0] += cpu
+        counted[1] += 1
     cheap = [cpu for _, cpu, _ in ROWS if cpu < 0.05]
     write(f"suite CPU: {sum(cpu for _, cpu, _ in ROWS):.0f} core-seconds of the machine's in {len(ROWS)} tests")
     for name, (cpu, count) in sorted(shares.items(), key=lambda kv: -kv[1][0]):

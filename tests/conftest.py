@@ -51,15 +51,18 @@ def puzzle_file(puzzle, relative: str, sizes: dict | None = None):
 def resized_copies(puzzle, names: list[str], lines: dict[str, str], folder: Path) -> dict[str, Path]:
     """Copies of a puzzle's files (spec, workloads) in `folder`, each of `lines` (a size line as the file has it)
     replaced by its value: the same code on a scene a CPU runs in a fraction of the time, for a harness run, which
-    loads files by path. Every file must hold one of the lines at least."""
-    paths = {}
+    loads files by path. Every file must hold one of the lines at least, and every line be found in one."""
+    paths, found = {}, set()
     for name in names:
         source = (puzzle.folder / name).read_text()
-        assert any(line in source for line in lines), f"{name}: none of its size lines found"
+        held = {line for line in lines if line in source}
+        assert held, f"{name}: none of its size lines found"
+        found |= held
         for line, replaced in lines.items():
             source = source.replace(line, replaced)
         paths[name] = folder / name.replace("/", "_")
         paths[name].write_text(source)
+    assert found == set(lines), f"size lines in none of {names}: {set(lines) - found}"
     return paths
 
 
@@ -171,10 +174,7 @@ def assert_every_call_checked_on_each_rank(puzzle, sizes_line: str, small_line: 
     """A multi-GPU puzzle graded as the GPUs grade it, on gloo ranks at a CPU's sizes (`small_line` for the spec's
     `sizes_line`): the reference right on every check and every timed call of every rank; its cheat that blanks
     the calls it takes for unchecked right on the checks, wrong on those calls."""
-    source = (puzzle.folder / "spec.py").read_text()
-    assert sizes_line in source
-    spec = tmp_path / "spec.py"
-    spec.write_text(source.replace(sizes_line, small_line))
+    spec = resized_copies(puzzle, ["spec.py"], {sizes_line: small_line}, tmp_path)["spec.py"]
     errors = {}
     for style in ("solution/workload.py", "cheats/reads_which_call_is_checked.py"):
         result = harness_check(puzzle, style, tmp_path, spec=spec)

@@ -247,10 +247,7 @@ def test_each_multi_gpu_cheat_is_refused_at_correctness_or_does_the_work_right_o
     puzzle = get_puzzle(puzzle_id)
     assert {n for p, n in RANK_CHEATS if p == puzzle_id} == {p.stem for p in puzzle.folder.glob("cheats/*.py")}
     line, small = SMALL_SIZES[puzzle_id]
-    source = (puzzle.folder / "spec.py").read_text()
-    assert line in source
-    spec = tmp_path / "spec.py"
-    spec.write_text(source.replace(line, small))
+    spec = resized_copies(puzzle, ["spec.py"], {line: small}, tmp_path)["spec.py"]
     request = {"mode": "check", "device": "cpu", "seed": 11, "spec": str(spec), "ranks": 2,
                "workloads": {"baseline": str(puzzle.workload_path("baseline")),
                              "mine": str(puzzle.solution_path(f"cheats/{name}"))},

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2
+from conftest import (assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2,
+                      resized_copies)
 from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 
@@ -92,11 +93,9 @@ def test_fewer_bits_or_less_work_miss_by_several_times_the_tolerance(scene, work
 
 def test_the_harness_serves_the_scene_and_checks_every_call(tmp_path):
     """Graded as the GPU grades it, at a CPU's sizes: the reference right on every check and every timed call."""
-    source = (PUZZLE.folder / "spec.py").read_text()
-    line = "BATCH, FEATURES, HIDDEN, SCORES = 8192, 4096, 4096, 1024"
-    assert line in source
-    spec = tmp_path / "spec.py"
-    spec.write_text(source.replace(line, "BATCH, FEATURES, HIDDEN, SCORES = 32, 256, 256, 64"))
+    small = {"BATCH, FEATURES, HIDDEN, SCORES = 8192, 4096, 4096, 1024":
+             "BATCH, FEATURES, HIDDEN, SCORES = 32, 256, 256, 64"}
+    spec = resized_copies(PUZZLE, ["spec.py"], small, tmp_path)["spec.py"]
     result = harness_check(PUZZLE, "solution/workload.py", tmp_path, spec=spec)
     errors = [c.get("rel_l2", float("inf")) for c in result["checks"] + result["timed_checks"]]
     assert len(result["timed_checks"]) >= 4 and max(errors) <= PUZZLE.correctness.max_rel_l2, errors

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file
+from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, resized_copies
 from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 from tutor.grading.answer import read_answer
@@ -147,13 +147,7 @@ def test_the_model_does_not_repeat_its_token_the_way_an_embedding_alone_would():
 
 
 def small_spec(tmp_path: Path) -> Path:
-    source = (PUZZLE.folder / "spec.py").read_text()
-    for line, small in SIZE_LINES.items():
-        assert line in source
-        source = source.replace(line, small)
-    spec = tmp_path / "spec.py"
-    spec.write_text(source)
-    return spec
+    return resized_copies(PUZZLE, ["spec.py"], SIZE_LINES, tmp_path)["spec.py"]
 
 
 def test_the_harness_judges_every_call_of_the_reference_and_of_the_blanker(tmp_path):
