@@ -145,7 +145,7 @@ def cmd_watch(args) -> int:
     """A quick check now and after every save of the puzzle's files, until Ctrl-C; nothing is recorded."""
     from tutor.catalog import get_puzzle
     from tutor.cli_views import answer_view, error_view, quick_check_view
-    from tutor.quick_check import quick_check
+    from tutor.quick_check import quick_check, watch_keeper
     from tutor.saves import saves
     from tutor.workspace import require_workspace
 
@@ -160,7 +160,7 @@ def cmd_watch(args) -> int:
     def check(why: str) -> None:
         err_console.print(f"[bold]Quick check[/] {why}", highlight=False)
         try:
-            checked = quick_check(ws, p, _progress_printer(), register)
+            checked = quick_check(ws, p, _progress_printer(), register, watch_keeper(ws, p))
             console.print(quick_check_view(checked))
             if checked.answer is not None:
                 console.print(answer_view(checked.answer))

@@ -8,6 +8,7 @@ only `grade` makes an attempt.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from tutor.grading.verdict import Criterion
 from tutor.machine import require_hardware
 from tutor.runner import run_harness
 from tutor.stats import Estimate
+from tutor.warm import RulerKeeper, warm_mode
 from tutor.workspace import Workspace
 
 MIN_ROUNDS = 10  # fewer and the 95% interval of the median is the whole range of the samples
@@ -43,6 +45,7 @@ class QuickCheck:
     fair_play: list[Criterion] = field(default_factory=list)
     answer: AnswerError | None = None  # answer.toml cannot be read: a grade's diagnosis would fail
     run_dir: Path | None = None
+    kept_ruler: bool = False  # the comparators came prepared from the watch session's last check
 
     @property
     def correct(self) -> bool:
@@ -95,9 +98,20 @@ def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
     return reached, ""
 
 
+def watch_keeper(ws: Workspace, puzzle: Puzzle) -> RulerKeeper | None:
+    """The ruler keeper of this process's watch session on `puzzle`, started in the background unless it runs
+    (a cancelled check ends it); None with INFPROF_WARM=0. It ends with this process."""
+    if warm_mode() == "off":
+        return None
+    keeper = RulerKeeper.for_puzzle(ws.root, puzzle.id)
+    keeper.start(owner=os.getpid())
+    return keeper
+
+
 def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,
-                register: Register | None = None) -> QuickCheck:
-    """Check and time the learner's workload.py briefly; raises RunFailed as a grade would, records nothing."""
+                register: Register | None = None, keeper: RulerKeeper | None = None) -> QuickCheck:
+    """Check and time the learner's workload.py briefly; raises RunFailed as a grade would, records nothing.
+    `keeper`: a watch session's ruler keeper, which answers the check once it is ready (tutor.harness.keeper)."""
     require_hardware(puzzle)
     check_workload_file(ws, puzzle)
     if puzzle.serving:
@@ -109,12 +123,15 @@ def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = N
     request["timing"].update(warmup=1, rounds=quick_rounds(puzzle), min_rounds=BUDGET_ROUNDS,
                              budget_s=TIMING_BUDGET_S)
     request["correctness"]["checks"] = 1
+    if keeper is not None and request["ranks"] == 1:
+        request["keeper"] = str(keeper.socket_path)
     run_dir = new_run_dir(ws, puzzle, "check")
-    result = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register).result
+    outcome = run_harness(request, run_dir, puzzle.timing.timeout_s, on_event, register)
+    result = outcome.result
     correctness = check_correctness(puzzle, result["checks"], result.get("timed_checks", ()))
     est = speedups_vs(result["samples_ms"])[vs]
     fair_play = [*check_fair_play(result.get("violations", ())), *quick_criteria(puzzle, result),
                  *check_floor(result.get("floor"), result["samples_ms"], result.get("gpu_samples_ms", {}))[0]]
     tier, unmeasured = reachable_tier(puzzle, vs, est) if correctness.passed and not fair_play else ("", "")
     answer = answer_problem(ws.editable_path(puzzle, "answer.toml")) if "answer.toml" in puzzle.editable else None
-    return QuickCheck(puzzle.id, correctness, vs, est, tier, unmeasured, fair_play, answer, run_dir)
+    return QuickCheck(puzzle.id, correctness, vs, est, tier, unmeasured, fair_play, answer, run_dir, outcome.kept)

@@ -26,7 +26,7 @@ from tutor import build_locks
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.protocol import (CALLER_PID_ENV, ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, TERM_GRACE_S, death_words,
                             decode)
-from tutor.warm import WarmHarness, WarmProcess, harness_environment, warm_mode
+from tutor.warm import RulerKeeper, WarmHarness, WarmProcess, harness_environment, warm_mode
 
 LOG_NAME = "output.log"
 RESULT_NAME = "result.json"  # the harness's raw result (every timing sample), kept with the run
@@ -63,6 +63,7 @@ class RunOutcome:
     run_dir: Path
     wall_s: float
     warm: bool = False  # forked by a warm harness
+    kept: bool = False  # answered by a ruler keeper (a watch session's quick check)
 
 
 def output_tail(log: Path, max_chars: int = 3000) -> str:
@@ -82,6 +83,7 @@ class HarnessRun:
         self.request, self.run_dir, self.timeout_s, self.python = request, run_dir, timeout_s, python
         self.wrapper = wrapper  # a profiler that starts the harness itself, e.g. ncu's command line
         self.warm = False  # whether this run was forked by a warm harness (tutor.warm)
+        self.kept = False  # whether a ruler keeper answered it (tutor.warm.RulerKeeper)
         self.result: dict | None = None
         self._proc: subprocess.Popen | WarmProcess | None = None
         self._cancelled = threading.Event()
@@ -128,7 +130,12 @@ class HarnessRun:
         with self.log_path.open("wb") as log:
             # A profiler that starts the harness itself (ncu, nsys) needs a process of its own.
             mode = "off" if self.wrapper else warm_mode()
-            if mode != "off":
+            if mode != "off" and self.request.get("keeper"):  # a watch session's quick check: its kept ruler
+                keeper = Path(self.request["keeper"])
+                self._proc = RulerKeeper(keeper, keeper.with_suffix(".log")).spawn(
+                    [str(request_path)], env, self.run_dir, log.fileno(), write_fd, nonce_read, wait=False)
+                self.kept = self._proc is not None
+            if mode != "off" and self._proc is None:
                 self._proc = WarmHarness.for_env(env).spawn([str(request_path)], env, self.run_dir, log.fileno(),
                                                             write_fd, nonce_read)
                 if self._proc is None and mode == "require":
@@ -233,4 +240,5 @@ def run_harness(request: dict, run_dir: Path, timeout_s: float,
         if on_event:
             on_event(event)
     (run_dir / RESULT_NAME).write_text(json.dumps(run.result))
-    return RunOutcome(result=run.result, run_dir=run_dir, wall_s=time.monotonic() - start, warm=run.warm)
+    return RunOutcome(result=run.result, run_dir=run_dir, wall_s=time.monotonic() - start, warm=run.warm,
+                      kept=run.kept)

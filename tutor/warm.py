@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 import platformdirs
@@ -70,6 +71,7 @@ def runtime_dir() -> Path:
 class WarmHarness:
     socket_path: Path
     log_path: Path
+    module: ClassVar[str] = "tutor.harness.zygote"  # what start() runs
 
     @classmethod
     def for_env(cls, env: dict[str, str] | None = None) -> WarmHarness:
@@ -107,7 +109,7 @@ class WarmHarness:
         """'ready', 'warming' (started, still importing) or 'off'."""
         if self.ask("status") is not None:
             return "ready"
-        return "warming" if _warming_pid(self.log_path) else "off"
+        return "warming" if _warming_pid(self.log_path, self.module) else "off"
 
     # -- starting and stopping ----------------------------------------------------------------
 
@@ -121,7 +123,7 @@ class WarmHarness:
         if state == "warming":
             return state  # the owner is added once it is ready (see `wait_ready`)
         env = harness_environment()
-        command = [sys.executable, "-m", "tutor.harness.zygote", str(self.socket_path), "--idle-s", str(idle_s)]
+        command = [sys.executable, "-m", self.module, str(self.socket_path), "--idle-s", str(idle_s)]
         if owner is not None:
             command += ["--owner", str(owner)]
         with self.log_path.open("wb") as log:
@@ -135,7 +137,7 @@ class WarmHarness:
         while time.monotonic() < deadline:
             if self.ask("own", pid=owner) if owner is not None else self.ask("status"):
                 return True
-            if not _warming_pid(self.log_path):
+            if not _warming_pid(self.log_path, self.module):
                 return False  # it died while warming: its log says why
             time.sleep(0.1)
         return False
@@ -146,9 +148,10 @@ class WarmHarness:
     # -- a run through it ---------------------------------------------------------------------
 
     def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, log_fd: int, event_fd: int,
-              nonce_fd: int) -> WarmProcess | None:
-        """Fork a harness run in the warm harness; None when none is ready (the caller goes cold)."""
-        if self.state() == "warming":
+              nonce_fd: int, wait: bool = True) -> WarmProcess | None:
+        """Fork a harness run in the warm harness; None when none is ready (the caller goes cold). `wait`: for
+        one still warming."""
+        if wait and self.state() == "warming":
             self.wait_ready()
         conn = self._connect()
         if conn is None:
@@ -162,6 +165,23 @@ class WarmHarness:
             return None
         conn.settimeout(None)
         return WarmProcess(int(reply["started"]), conn)
+
+
+@dataclass(frozen=True)
+class RulerKeeper(WarmHarness):
+    """One watch session's ruler keeper (tutor.harness.keeper): its quick checks against comparators prepared once.
+
+    Asked and started as the warm harness is; one per workspace and puzzle. A check goes to it only when it is
+    ready (never waits for it), else runs as any check does."""
+
+    module: ClassVar[str] = "tutor.harness.keeper"
+
+    @classmethod
+    def for_puzzle(cls, workspace: Path, puzzle_id: str, env: dict[str, str] | None = None) -> RulerKeeper:
+        key = hashlib.sha256(f"{fingerprint(harness_environment() if env is None else env)}:{workspace.resolve()}:"
+                             f"{puzzle_id}".encode()).hexdigest()[:16]
+        folder = runtime_dir()
+        return cls(folder / f"keep-{key}.sock", folder / f"keep-{key}.log")
 
 
 class WarmProcess:
@@ -239,7 +259,7 @@ def _read_line(conn: socket.socket) -> bytes:
     return data
 
 
-def _warming_pid(log_path: Path) -> int | None:
+def _warming_pid(log_path: Path, module: str) -> int | None:
     """The pid of a harness started for this socket that is still alive (warming, or ready)."""
     try:
         pid = int(log_path.with_suffix(".pid").read_text())
@@ -251,7 +271,7 @@ def _warming_pid(log_path: Path) -> int | None:
         return None
     if command == [b""]:
         return pid  # still between fork and exec: it was started a moment ago
-    return pid if b"tutor.harness.zygote" in command and str(log_path.with_suffix(".sock")).encode() in command else None
+    return pid if module.encode() in command and str(log_path.with_suffix(".sock")).encode() in command else None
 
 
 def harness_environment(base: dict[str, str] | None = None) -> dict[str, str]:

@@ -89,8 +89,9 @@ def preflight(kind: RunKind, puzzle: Puzzle, machine: Machine | None) -> TutorEr
 
 
 def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[dict], None],
-            register: Callable) -> object:
+            register: Callable, watching: bool = False) -> object:
     """Run to the end (blocking: call it from a worker thread); returns Graded, a QuickCheck or a ProfileOutcome.
+    `watching`: a quick check of watch mode, answered by the session's ruler keeper once it is ready.
 
     Raises TutorError for every failure, including bugs, so the app never shows a traceback.
     """
@@ -104,9 +105,9 @@ def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[di
             verdict = actions.grade(ws, puzzle, on_event, register)
             return Graded(verdict, unreadable_answer(verdict, ws.editable_path(puzzle, "answer.toml")))
         if kind.key == "check":
-            from tutor.quick_check import quick_check
+            from tutor.quick_check import quick_check, watch_keeper
 
-            return quick_check(ws, puzzle, on_event, register)
+            return quick_check(ws, puzzle, on_event, register, watch_keeper(ws, puzzle) if watching else None)
         return actions.profile(ws, puzzle, kind.which, on_event, register, profiler=kind.profiler)
     except TutorError:
         raise

@@ -20,11 +20,12 @@ from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], run_request=None) -> int:
+    """`run_request(request, sink)` makes the result: `run` below, or the ruler keeper's (tutor.harness.keeper)."""
     sink = EventSink()
     try:
         request = json.loads(Path(argv[0]).read_text())
-        result = run(request, sink)
+        result = (run_request or run)(request, sink)
         sink.emit("result", data=result)
         return 0
     except HarnessFailure as f:
@@ -36,6 +37,8 @@ def main(argv: list[str]) -> int:
         print(tb, file=sys.stderr)
         sink.emit("error", kind="harness_bug", message=f"{type(e).__name__}: {e}", where="harness", traceback=tb[-4000:])
         return 4
+    finally:
+        sink.close()  # the tutor reads the pipe to its end: a process that lives on (the keeper) must close it
 
 
 def run(request: dict, sink: EventSink) -> dict:

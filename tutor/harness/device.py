@@ -142,6 +142,11 @@ class Device:
         """Charge in full the GPU work each workload's events missed; returns the workloads charged."""
         return gpu_clock.settle(self._clock.clocks) if self._clock else []
 
+    def forget_clocks(self) -> None:
+        """Every workload's clock and samples gone: a kept ruler's next check calibrates and times afresh."""
+        if self._clock:
+            self._clock.clocks.clear()
+
     def gpu_samples_ms(self) -> dict[str, list[float]]:
         """Per workload, each timed call's GPU time alone (after `settle`); empty on CPU."""
         if not self._clock:

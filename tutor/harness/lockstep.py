@@ -20,7 +20,7 @@ import random
 import secrets
 import signal
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -214,18 +214,27 @@ def start(request: dict, sink: EventSink) -> tuple[Side | RankedSide, Candidate 
 
 
 def _fork(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[Side, Candidate]:
+    ruler = _fork_ruler(request, sink, ruler_names)
+    return ruler, _fork_candidate(request, sink, ruler)
+
+
+def _worker(request: dict, sink: EventSink, names: list[str], who: str | None):
     from tutor.harness.worker import serve
 
-    def worker(names: list[str], who: str | None):
-        def body(conn: Connection) -> None:
-            sink.close()  # only the coordinator speaks to the tutor
-            serve(conn, request, names, who)
-        return body
+    def body(conn: Connection) -> None:
+        sink.close()  # only the coordinator speaks to the tutor
+        serve(conn, request, names, who)
+    return body
 
+
+def _fork_ruler(request: dict, sink: EventSink, ruler_names: list[str]) -> Side:
+    return Side("ruler", *processes.fork_worker(_worker(request, sink, ruler_names, None)), ruler_names)
+
+
+def _fork_candidate(request: dict, sink: EventSink, ruler: Side) -> Candidate:
     candidate = request["candidate"]
-    ruler = Side("ruler", *processes.fork_worker(worker(ruler_names, None)), ruler_names)
-    return ruler, Candidate("candidate", *processes.fork_worker(worker([candidate], candidate)), [candidate],
-                            trusted=frozenset({ruler.pid}))
+    return Candidate("candidate", *processes.fork_worker(_worker(request, sink, [candidate], candidate)), [candidate],
+                     trusted=frozenset({ruler.pid}))
 
 
 def _fork_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[RankedSide, RankedCandidate]:
@@ -246,6 +255,69 @@ def check_and_time(request: dict, sink: EventSink) -> dict:
     return with_sides(request, sink, _check_and_time)
 
 
+class KeptRuler:
+    """A ruler kept between the quick checks of one watch session (tutor.harness.keeper): its comparators
+    prepared, compiled and warm once, each check's candidate a fresh process forked beside it. Kept only while
+    the request asks for the same comparators; a grade never keeps one (a fresh ruler every grade)."""
+
+    def __init__(self) -> None:
+        self.key, self.ruler, self.seed = None, None, 0
+
+    @staticmethod
+    def key_of(request: dict) -> str:
+        """What the ruler was made from: the request less what changes from check to check, and each
+        comparator file's and the spec's last change."""
+        import json
+
+        ruler_files = [request["spec"], *(path for name, path in request["workloads"].items()
+                                          if name != request["candidate"])]
+        changed = {path: os.stat(path).st_mtime_ns for path in ruler_files if os.path.exists(path)}
+        same = {k: v for k, v in request.items() if k not in ("seed", "keeper")}
+        return json.dumps([same, changed], sort_keys=True)
+
+    def ready_for(self, request: dict) -> bool:
+        return self.ruler is not None and self.key == self.key_of(request)
+
+    def close(self) -> None:
+        """End the ruler (its process and anything it started)."""
+        if self.ruler is not None:
+            self.ruler.close()
+            processes.kill_tree(self.ruler.pid)
+            with suppress(ChildProcessError):
+                os.waitpid(self.ruler.pid, 0)
+        self.key, self.ruler = None, None
+
+
+def check_with_kept_ruler(request: dict, sink: EventSink, kept: KeptRuler) -> dict:
+    """A check against `kept`'s ruler, made now if it holds none or other comparators; the candidate forked
+    afresh. The weights come from the request's seed: the kept ruler's, so both sides hold the same ones."""
+    if not kept.ready_for(request):
+        kept.close()
+        processes.become_subreaper()
+        ruler_names = list(dict.fromkeys([request["oracle"], *(n for n in request["time"] if n != request["candidate"])]))
+        kept.ruler, kept.key, kept.seed, fresh = _fork_ruler(request, sink, ruler_names), kept.key_of(request), \
+            request["seed"], True
+    else:
+        fresh = False
+    request = {**request, "seed": kept.seed}
+    learner = _fork_candidate(request, sink, kept.ruler)
+    processes.freeze(learner.pid, learner.trusted)
+
+    def stopped(signum, frame):  # the tutor stops the check (time limit, cancel): end both sides
+        processes.kill_all(learner.pid, learner.trusted)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stopped)
+    try:
+        return _check_and_time(request, sink, kept.ruler, learner, ruler_ready=not fresh, keep_ruler=True)
+    except BaseException:
+        kept.close()  # a ruler that saw a check fail is not trusted with the next one
+        raise
+    finally:
+        processes.kill_all(learner.pid, learner.trusted)
+        learner.close()
+
+
 def with_sides(request: dict, sink: EventSink, body) -> dict:
     """`body(request, sink, ruler, learner)` with both sides forked; the learner's side killed after, come what may."""
     ruler, learner = start(request, sink)
@@ -257,14 +329,20 @@ def with_sides(request: dict, sink: EventSink, body) -> dict:
 
 
 def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
-                    learner: Candidate | RankedCandidate) -> dict:
+                    learner: Candidate | RankedCandidate, ruler_ready: bool = False, keep_ruler: bool = False) -> dict:
+    """`ruler_ready`: a kept ruler, its comparators prepared and warm from an earlier check; `keep_ruler`: it stays
+    for the next check (KeptRuler)."""
     names, candidate, oracle = request["time"], request["candidate"], request["oracle"]
     sides = {name: (learner if name == candidate else ruler) for name in [*names, oracle]}
 
     # The ruler first, all the way through its lazy work, while no learner code has loaded.
     setting_up = "a process, its CUDA context and clocks" if request["device"] == "cuda" else "a process"
     observed = None
-    for side in (ruler, learner):
+    if ruler_ready:
+        sink.stage("preparing", f"{WHO[ruler.role]}: kept from the last check")
+        ruler.ask("rewind")
+        ruler.ask("calibrate")
+    for side in (learner,) if ruler_ready else (ruler, learner):
         sink.stage("preparing", f"{WHO[side.role]}: {setting_up}")
         side.ask("set_up")
         for name in side.names:
@@ -326,7 +404,7 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         sink.progress("timing", r + 1, rounds)
 
     after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
-    theirs, mine = ruler.ask("finish"), learner.ask("finish")
+    theirs, mine = ruler.ask("finish", keep=keep_ruler), learner.ask("finish")
     result = merge(checks, timed_checks, theirs, mine, stalled)
     most = observed.report() if observed else {}
     if most:

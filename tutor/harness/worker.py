@@ -309,8 +309,19 @@ class Worker:
         self._verify()
         return {}
 
-    def finish(self) -> dict:
-        """Every sample, settled; memory; for the candidate what fair play saw, for the ruler the puzzle's facts."""
+    def rewind(self) -> dict:
+        """A kept ruler's next check (tutor.harness.lockstep.KeptRuler): its workloads stay prepared and warm; its
+        samples, its outputs kept for the checks and its clocks start afresh (calibrate comes next)."""
+        if self.candidate or self.peak or self.serving:
+            raise HarnessFailure("bad_request", "only a ruler without a memory budget is kept between checks")
+        self.samples = {name: [] for name in self.samples}
+        self.kept = {}
+        self.device.forget_clocks()
+        return {}
+
+    def finish(self, keep: bool = False) -> dict:
+        """Every sample, settled; memory; for the candidate what fair play saw, for the ruler the puzzle's facts.
+        `keep`: a kept ruler, which serves the next check after this one (the worker's loop goes on)."""
         charged = self.device.settle()
         result = {"samples_ms": self.samples, "host_timed": charged,
                   "gpu_samples_ms": {n: ms for n, ms in self.device.gpu_samples_ms().items() if n in self.samples},
@@ -404,7 +415,7 @@ QUIET_LIMIT_S = 5.0
 # returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
 HOST_OUTPUT_HOLD_MS = 300.0
 OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "time", "sampled", "judge",
-              "open_server", "submit", "step", "close_server", "finish")
+              "open_server", "submit", "step", "close_server", "finish", "rewind")
 
 
 def _same(now: torch.Tensor, then: torch.Tensor) -> bool:
@@ -480,5 +491,5 @@ def serve(conn: Connection, request: dict, names: list[str], candidate: str | No
                                        "where": "harness", "tb": tb[-4000:]}})
             return
         wire.send(conn, reply)
-        if op == "finish":
+        if op == "finish" and not message.get("keep"):
             return

@@ -176,7 +176,8 @@ class PuzzleScreen(Screen):
     @work(thread=True, group="run")
     def _run(self, kind: RunKind) -> None:
         try:
-            result = execute(kind, self.ws, self.puzzle, lambda e: self.post_message(HarnessEvent(e)), self._register)
+            result = execute(kind, self.ws, self.puzzle, lambda e: self.post_message(HarnessEvent(e)), self._register,
+                             watching=self.watching)
         except TutorError as e:
             self.post_message(RunFinished(kind.key, error=e))
         else:

@@ -1,0 +1,117 @@
+"""A watch session's ruler keeper (tutor.harness.keeper): quick checks against one ruler, prepared once.
+
+The small puzzle0 on the CPU, through the keeper's own socket: the second check finds the comparators
+prepared, its candidate is a fresh process that loads the file as it is now, and nothing a check's learner
+code does reaches the next check. A cancelled check ends the keeper, and the next check runs as any check.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+import threading
+
+import pytest
+
+from tutor.quick_check import quick_check
+from tutor.runner import RunFailed
+from tutor.warm import RulerKeeper
+
+SOLVE = (__import__("pathlib").Path(__file__).parent.parent / "challenges" / "puzzle0" / "solution" / "workload.py")
+
+
+@pytest.fixture
+def keeper(workspace, small_puzzle0, monkeypatch):
+    """A keeper owned by this test process, in a runtime folder of the test's (its socket path is short)."""
+    import tempfile
+
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
+    monkeypatch.setenv("INFPROF_WARM", "1")
+    keeper = RulerKeeper.for_puzzle(workspace.root, small_puzzle0.id)
+    keeper.start(owner=os.getpid())
+    assert keeper.wait_ready(owner=os.getpid()), keeper.log_path.read_text()
+    yield keeper
+    keeper.stop()
+    shutil.rmtree(keeper.socket_path.parent, ignore_errors=True)
+
+
+def stages(events: list) -> list[str]:
+    return [f"{e['stage']} {e.get('detail', '')}".strip() for e in events if e["type"] == "stage"]
+
+
+def write_mine(workspace, puzzle, source: str) -> None:
+    workspace.editable_path(puzzle, "workload.py").write_text(textwrap.dedent(source))
+
+
+def test_the_second_check_finds_the_comparators_prepared_and_loads_the_file_as_it_is_now(workspace, small_puzzle0,
+                                                                                          keeper):
+    write_mine(workspace, small_puzzle0, """
+        import torch
+        def prepare(weights, device):
+            return weights
+        def forward(state, x):
+            return torch.zeros_like(x)  # wrong
+        """)
+    first_events, second_events = [], []
+    first = quick_check(workspace, small_puzzle0, first_events.append, keeper=keeper)
+    assert first.kept_ruler and not first.correctness.passed
+    ruler = keeper.ask("status")["ruler"]
+    assert ruler and any("the puzzle's workloads: a process" in s for s in stages(first_events))
+
+    shutil.copy(SOLVE, workspace.editable_path(small_puzzle0, "workload.py"))  # the learner's fix, saved
+    second = quick_check(workspace, small_puzzle0, second_events.append, keeper=keeper)
+    assert second.kept_ruler and second.correctness.passed, second.findings()
+    assert second.tier  # the fix's speed-up, timed against the kept baseline
+    assert keeper.ask("status")["ruler"] == ruler  # the same ruler process
+    assert any("kept from the last check" in s for s in stages(second_events))
+    assert not any("the puzzle's workloads: a process" in s for s in stages(second_events))
+
+
+def test_learner_state_of_one_check_never_reaches_the_next(workspace, small_puzzle0, keeper):
+    """A check's candidate leaves what it can in its process (a builtin, an attribute of torch, the environment):
+    the next check's candidate, forked from the keeper, finds none of it."""
+    write_mine(workspace, small_puzzle0, open(SOLVE).read() + textwrap.dedent("""
+        import os, torch
+        import builtins
+        builtins.LEFT_BEHIND = 1
+        os.environ["LEFT_BEHIND"] = "1"
+        torch.LEFT_BEHIND = 1
+        """))
+    first = quick_check(workspace, small_puzzle0, keeper=keeper)
+    assert first.correct, first.findings()
+    write_mine(workspace, small_puzzle0, open(SOLVE).read() + textwrap.dedent("""
+        import os, builtins, torch
+        left = [hasattr(builtins, "LEFT_BEHIND"), "LEFT_BEHIND" in os.environ, hasattr(torch, "LEFT_BEHIND")]
+        assert not any(left), f"a check's state leaked: {left}"
+        """))
+    second = quick_check(workspace, small_puzzle0, keeper=keeper)
+    assert second.kept_ruler and second.correct, second.findings()
+
+
+def test_a_check_that_fails_drops_the_ruler_and_the_next_makes_another(workspace, small_puzzle0, keeper):
+    write_mine(workspace, small_puzzle0, open(SOLVE).read())
+    quick_check(workspace, small_puzzle0, keeper=keeper)
+    ruler = keeper.ask("status")["ruler"]
+    write_mine(workspace, small_puzzle0, "def prepare(w, d):\n    raise ValueError('broken')\ndef forward(s, x):\n"
+                                         "    return x\n")
+    with pytest.raises(RunFailed, match="broken"):
+        quick_check(workspace, small_puzzle0, keeper=keeper)
+    assert keeper.ask("status")["ruler"] is None
+    write_mine(workspace, small_puzzle0, open(SOLVE).read())
+    again = quick_check(workspace, small_puzzle0, keeper=keeper)
+    assert again.correct and keeper.ask("status")["ruler"] not in (None, ruler)
+
+
+def test_a_cancelled_check_ends_the_keeper_and_the_next_check_runs_as_any_check(workspace, small_puzzle0, keeper):
+    write_mine(workspace, small_puzzle0, open(SOLVE).read() + "\nimport time\ntime.sleep(60)\n")
+    runs = []
+    cancel = threading.Timer(3.0, lambda: [run.cancel() for run in runs])
+    cancel.start()
+    with pytest.raises(RunFailed, match="cancelled"):
+        quick_check(workspace, small_puzzle0, register=runs.append, keeper=keeper)
+    cancel.cancel()
+    assert keeper.state() == "off"
+    write_mine(workspace, small_puzzle0, open(SOLVE).read())
+    after = quick_check(workspace, small_puzzle0, keeper=keeper)
+    assert after.correct and not after.kept_ruler

@@ -1,0 +1,180 @@
+"""The ruler keeper: one watch session's quick checks against one ruler, prepared once.
+
+    python -m tutor.harness.keeper SOCKET [--owner PID] [--idle-s SECONDS]
+
+A quick check spends most of its time making the comparators' side: a process, its CUDA
+context, the oracle's and the baseline's weights, their compiles and graph captures. Between
+two saves of one watch session none of that changes. This process asks for check runs as the
+warm harness does (tutor.warm: the caller's request, environment, folder, output log and event
+pipes over the Unix socket) and answers each itself, in the lockstep of tutor.harness.lockstep,
+against a ruler it keeps (lockstep.KeptRuler): made by the first check, kept while the requests
+name the same comparators, and dropped after any check that failed. Each check's candidate is
+forked afresh from this process, which never touches the GPU, so learner code starts as it does
+in any check and nothing of one check's learner code reaches the next. Only quick checks come
+here: a grade always makes a fresh ruler.
+
+It exits when every process that owns it has exited, after `--idle-s` without a check when
+nobody owns it, or when asked; a cancelled check ends it (the caller stops its process group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import selectors
+import signal
+import socket
+import sys
+import time
+
+from tutor.harness import zygote
+from tutor.harness.loading import HarnessFailure
+
+
+class Keeper:
+    def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str]):
+        from tutor.harness.lockstep import KeptRuler
+
+        self.path, self.owners, self.idle_s, self.preloaded = path, owners, idle_s, preloaded
+        self.kept = KeptRuler()
+        self.checks = 0
+        self.last_check = time.monotonic()
+        self.stopping = False
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        old = os.umask(0o077)  # only this user may ask for a check
+        try:
+            self.listener.bind(path)
+        finally:
+            os.umask(old)
+        self.bound = os.stat(path).st_ino
+        self.listener.listen(4)
+        signal.signal(signal.SIGTERM, self._stop)
+
+    def _stop(self, *_) -> None:
+        self.stopping = True
+
+    def serve(self) -> None:
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.listener, selectors.EVENT_READ)
+            while not self.should_exit():
+                if sel.select(timeout=1.0):
+                    self.answer(self.listener.accept()[0])
+        self.close()
+
+    def should_exit(self) -> bool:
+        if self.stopping:
+            return True
+        if self.owners:
+            self.owners = {pid for pid in self.owners if zygote.alive(pid)}
+            return not self.owners
+        return time.monotonic() - self.last_check > self.idle_s
+
+    def answer(self, conn: socket.socket) -> None:
+        conn.settimeout(zygote.CLIENT_TIMEOUT_S)
+        try:
+            message, fds = zygote.read_message(conn)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        op = message.get("op")
+        if op == "run" and len(fds) == 3:
+            zygote.send(conn, {"started": os.getpid()})
+            code = self.check(message, fds)
+            zygote.send(conn, {"exit": code})
+            conn.close()
+            return
+        for fd in fds:
+            os.close(fd)
+        if op == "own":
+            self.owners.add(int(message["pid"]))
+        elif op == "stop":
+            self.stopping = True
+        zygote.send(conn, {"pid": os.getpid(), "preloaded": self.preloaded, "owners": sorted(self.owners),
+                           "checks": self.checks, "ruler": self.kept.ruler.pid if self.kept.ruler else None})
+        conn.close()
+
+    def check(self, message: dict, fds: list[int]) -> int:
+        """One check run, as `python -m tutor.harness REQUEST` would run it, with this process's ruler; its exit code."""
+        from tutor.harness.__main__ import main
+        from tutor.protocol import EVENT_FD_ENV, NONCE_FD_ENV
+
+        log, event_fd, nonce_fd = fds
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        try:
+            os.chdir(message["cwd"])
+            os.environ.clear()
+            os.environ.update(message["env"])
+            os.environ[EVENT_FD_ENV], os.environ[NONCE_FD_ENV] = str(event_fd), str(nonce_fd)
+            random.seed()
+            return main(message["argv"], run_request=self._run)
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            for fd, saved_fd in zip((1, 2), saved):
+                os.dup2(saved_fd, fd)
+                os.close(saved_fd)
+            signal.signal(signal.SIGTERM, self._stop)  # the check's own handler ended with it
+            self._reap()
+            self.checks += 1
+            self.last_check = time.monotonic()
+
+    def _run(self, request: dict, sink) -> dict:
+        from tutor.harness import lockstep
+
+        if request["mode"] != "check" or request.get("ranks", 1) > 1 or "serving" in request:
+            raise HarnessFailure("bad_request", "the ruler keeper answers quick checks on one GPU or the CPU only")
+        return lockstep.check_with_kept_ruler(request, sink, self.kept)
+
+    def _reap(self) -> None:
+        """Collect the check's ended processes (its candidate, whatever that started); never the kept ruler."""
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.kept.ruler is not None and pid == self.kept.ruler.pid:
+                self.kept.key, self.kept.ruler = None, None  # it died between checks: the next one makes another
+
+    def close(self) -> None:
+        self.kept.close()
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(self.path).st_ino == self.bound:
+                os.unlink(self.path)  # ours, not a newer keeper's that took the name
+        pid_file = os.path.splitext(self.path)[0] + ".pid"  # written by tutor.warm when it started us
+        with contextlib.suppress(OSError, ValueError):
+            if int(open(pid_file).read()) == os.getpid():
+                os.unlink(pid_file)
+        self.listener.close()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tutor.harness.keeper")
+    parser.add_argument("socket")
+    parser.add_argument("--owner", type=int, action="append", default=[])
+    parser.add_argument("--idle-s", type=float, default=600.0)
+    parser.add_argument("--torch-only", action="store_true", help="preload torch and the harness, no library")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    preloaded = zygote.preload(() if args.torch_only else zygote.LIBRARIES)
+    if zygote.cuda_survives_fork() is False:  # each check's candidate and the ruler are forked from here
+        if args.torch_only:
+            raise SystemExit("a child forked after `import torch` cannot run CUDA here: checks make their own ruler")
+        os.execv(sys.executable, [sys.executable, "-m", "tutor.harness.keeper", *argv, "--torch-only"])
+    keeper = Keeper(args.socket, set(args.owner), args.idle_s, preloaded)
+    print(f"keeping in {time.monotonic() - started:.1f} s: {', '.join(keeper.preloaded)}", flush=True)
+    keeper.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
