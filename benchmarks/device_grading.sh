@@ -4,7 +4,8 @@
 #   bash benchmarks/device_grading.sh stability:puzzle1:8:60,240 baseline:puzzle1:2 latency:puzzle2:2 ...
 #   (stability:PUZZLE:RUNS[:ROUNDS,...] grades the reference, baseline:PUZZLE:RUNS the untouched
 #   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, latency:PUZZLE:RUNS times the
-#   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness), hold:PUZZLE:W1,W2 runs
+#   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness, watch:PUZZLE:RUNS that and
+#   each quick check again as a watch session's, its ruler kept), hold:PUZZLE:W1,W2 runs
 #   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, gpu-tests:FILE,FILE... runs
 #   those files' GPU tests, everything they print kept in $OUT/gpu_tests.txt)
 # A device call has a time limit: with STOP_AFTER=S no step starts once S seconds have passed, and each is stopped
@@ -41,6 +42,8 @@ for step in "$@"; do
     cheats) timeout python3 benchmarks/grade_cheats.py "$p" --runs "$runs" --stop-after "$left" \
               --json "$(out "${p}_cheats")" 2>&1 | grep -v "^▸" ;;
     warm) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --json "$(out "${p}_warm")" 2>&1 ;;
+    watch) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --watch \
+             --json "$(out "${p}_watch")" 2>&1 ;;
     # Without pytest's log capture: torch's DEBUG records filled -rP's report, and a tail of it lost the prints.
     gpu-tests) timeout python3 -m pytest -q -p no:cacheprovider -p no:logging -m gpu -rP ${p//,/ } 2>&1 \
                  | tee -a "$OUT/gpu_tests.txt" | tail -5 ;;

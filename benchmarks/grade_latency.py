@@ -20,8 +20,11 @@ with the reference's answer; --compile-mode MODE first swaps its torch.compile m
 max-autotune-no-cudagraphs`: its first grade autotunes for minutes, and the second must find the
 workspace's caches and not autotune again.
 
+--watch (with --warm) also times, after each quick check, one as a watch session's checks run: answered by
+the session's ruler keeper (tutor.harness.keeper), its comparators prepared by the session's first check.
+
 --json writes, per puzzle, {"stages": {name: median seconds}, "grade_s": median, "quick_check_s":
-median, "warm": bool, "grades": [...], "quick_checks": [...]}: the object itself for one puzzle,
+median, "warm": bool, "grades": [...], "quick_checks": [...]} (with --watch also "kept_check_s" and "kept_checks"): the object itself for one puzzle,
 else {puzzle: object}.
 """
 
@@ -41,7 +44,7 @@ from tutor.catalog import get_puzzle
 from tutor.machine import readiness
 from tutor.quick_check import quick_check
 from tutor.reference import ready_to_grade
-from tutor.warm import WarmHarness
+from tutor.warm import RulerKeeper, WarmHarness
 from tutor.workspace import scratch_workspace
 
 DEFAULT_PUZZLES = ("puzzle0", "puzzle1")
@@ -112,7 +115,11 @@ def measure(puzzle_id: str, args) -> dict | None:
         ws.editable_path(puzzle, "workload.py").write_text(source)
     print(f"{puzzle_id}: profile baseline (and install the reference) {time.monotonic() - t0:.1f} s "
           "(not counted)", flush=True)
-    grades, checks = [], []
+    grades, checks, kept = [], [], []
+    keeper = start_keeper(ws, puzzle) if args.watch else None
+    if keeper:  # the session's first check prepares the ruler it keeps: what watch mode's first save costs
+        stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event, keeper=keeper))
+        print(f"  a watch session's first check: {stages['total']:.2f} s, kept={checked.kept_ruler}", flush=True)
     for i in range(args.runs):
         stages, verdict = timed(lambda on_event: actions.grade(ws, puzzle, on_event))
         grades.append(stages)
@@ -120,16 +127,40 @@ def measure(puzzle_id: str, args) -> dict | None:
         stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event))
         checks.append(stages)
         print(f"  quick check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
+        if keeper:
+            stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event, keeper=keeper))
+            if not checked.kept_ruler:
+                sys.exit(f"the keeper did not answer: {keeper.log_path.read_text()[-2000:]}")
+            kept.append(stages)
+            print(f"  kept-ruler check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
     how = "warm" if args.warm else "cold"
     what = f"{args.workload} {args.compile_mode or ''}".strip() if args.workload else args.which
     print_stages(f"{puzzle_id} ({puzzle.hardware.device}), {what}, {how}, {len(grades)} grades: seconds per stage",
                  grades)
     print_stages(f"{puzzle_id}, {how}, {len(checks)} quick checks: seconds per stage", checks)
+    if keeper:
+        print_stages(f"{puzzle_id}, {len(kept)} quick checks of a watch session, its ruler kept: seconds per stage",
+                     kept)
+        keeper.stop()
     names = list(dict.fromkeys(name for run in grades for name in run))
-    return {"stages": {n: statistics.median(run.get(n, 0.0) for run in grades) for n in names},
-            "grade_s": statistics.median(run["total"] for run in grades),
-            "quick_check_s": statistics.median(run["total"] for run in checks),
-            "warm": args.warm, "grades": grades, "quick_checks": checks}
+    report = {"stages": {n: statistics.median(run.get(n, 0.0) for run in grades) for n in names},
+              "grade_s": statistics.median(run["total"] for run in grades),
+              "quick_check_s": statistics.median(run["total"] for run in checks),
+              "warm": args.warm, "grades": grades, "quick_checks": checks}
+    if keeper:
+        report.update(kept_check_s=statistics.median(run["total"] for run in kept), kept_checks=kept)
+    return report
+
+
+def start_keeper(ws, puzzle) -> RulerKeeper:
+    """A watch session's ruler keeper for `puzzle`, ready (its start not counted)."""
+    keeper = RulerKeeper.for_puzzle(ws.root, puzzle.id)
+    t0 = time.monotonic()
+    keeper.start(owner=os.getpid())
+    if not keeper.wait_ready(timeout_s=600, owner=os.getpid()):
+        sys.exit(f"the ruler keeper did not start: {keeper.log_path.read_text()[-2000:]}")
+    print(f"  ruler keeper ready in {time.monotonic() - t0:.1f} s (not counted)", flush=True)
+    return keeper
 
 
 def main() -> int:
@@ -142,8 +173,12 @@ def main() -> int:
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--warm", action="store_true", help="every run forks from a warm harness")
     how.add_argument("--cold", action="store_true", help="every run is a fresh Python (the default)")
+    parser.add_argument("--watch", action="store_true",
+                        help="with --warm: also time each quick check as a watch session's, its ruler kept")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.watch and not args.warm:
+        parser.error("--watch needs --warm: a watch session's checks run warm")
     os.environ["INFPROF_WARM"] = "require" if args.warm else "0"
     if args.warm:
         start_warm()

@@ -115,3 +115,33 @@ def test_a_cancelled_check_ends_the_keeper_and_the_next_check_runs_as_any_check(
     write_mine(workspace, small_puzzle0, open(SOLVE).read())
     after = quick_check(workspace, small_puzzle0, keeper=keeper)
     assert after.correct and not after.kept_ruler
+
+
+@pytest.mark.gpu
+def test_a_gpu_puzzles_kept_checks_time_its_reference_against_the_kept_baseline(workspace, monkeypatch):
+    """puzzle1's reference in a watch session on the GPU: the first check makes the ruler, the next two keep it,
+    each correct and timed against the baseline it kept (its CUDA context, weights and warm-up made once)."""
+    import tempfile
+    import time
+
+    from tutor.catalog import get_puzzle
+    from tutor.reference import ready_to_grade
+
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
+    monkeypatch.setenv("INFPROF_WARM", "1")
+    puzzle = get_puzzle("puzzle1")
+    ready_to_grade(workspace, puzzle)
+    keeper = RulerKeeper.for_puzzle(workspace.root, puzzle.id)
+    keeper.start(owner=os.getpid())
+    assert keeper.wait_ready(timeout_s=300, owner=os.getpid()), keeper.log_path.read_text()
+    try:
+        checks = []
+        for _ in range(3):
+            start = time.monotonic()
+            checked = quick_check(workspace, puzzle, keeper=keeper)
+            checks.append((time.monotonic() - start, checked))
+        print("kept checks:", [(f"{s:.2f} s", c.speedup.median, c.tier, c.kept_ruler) for s, c in checks])
+        assert all(c.kept_ruler and c.correct and c.tier for _, c in checks), [c.findings() for _, c in checks]
+        assert keeper.ask("status")["checks"] == 3
+    finally:
+        keeper.stop()
