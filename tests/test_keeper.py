@@ -89,6 +89,31 @@ def test_learner_state_of_one_check_never_reaches_the_next(workspace, small_puzz
     assert second.kept_ruler and second.correct, second.findings()
 
 
+def test_the_keeper_runs_one_thread_and_its_checks_torchs_own_count(workspace, small_puzzle0, monkeypatch):
+    """Without OMP_NUM_THREADS (as on a learner's machine) the keeper's own comparisons start no thread pool, which
+    a forked candidate could not use (its first parallel op waited forever on an H200)."""
+    import tempfile
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
+    monkeypatch.setenv("INFPROF_WARM", "1")
+    keeper = RulerKeeper.for_puzzle(workspace.root, small_puzzle0.id)
+    keeper.start(owner=os.getpid())
+    assert keeper.wait_ready(owner=os.getpid()), keeper.log_path.read_text()
+    try:
+        write_mine(workspace, small_puzzle0, open(SOLVE).read() + textwrap.dedent("""
+            import torch
+            x = torch.randn(1 << 20)
+            (x * 2).sum()  # a parallel op in the candidate, forked after the keeper's comparisons
+            """))
+        for _ in range(2):
+            checked = quick_check(workspace, small_puzzle0, keeper=keeper)
+            assert checked.kept_ruler and checked.correctness.passed, checked.findings()
+            assert keeper.ask("status")["threads"] == 1
+    finally:
+        keeper.stop()
+
+
 def test_a_check_that_fails_drops_the_ruler_and_the_next_makes_another(workspace, small_puzzle0, keeper):
     write_mine(workspace, small_puzzle0, open(SOLVE).read())
     quick_check(workspace, small_puzzle0, keeper=keeper)
@@ -120,7 +145,8 @@ def test_a_cancelled_check_ends_the_keeper_and_the_next_check_runs_as_any_check(
 @pytest.mark.gpu
 def test_a_gpu_puzzles_kept_checks_time_its_reference_against_the_kept_baseline(workspace, monkeypatch):
     """puzzle1's reference in a watch session on the GPU: the first check makes the ruler, the next two keep it,
-    each correct and timed against the baseline it kept (its CUDA context, weights and warm-up made once)."""
+    each correct and timed against the baseline it kept (its CUDA context, weights and warm-up made once). Without
+    OMP_NUM_THREADS: a keeper that had started a thread pool hung its second check's candidate making the weights."""
     import tempfile
     import time
 
@@ -129,6 +155,7 @@ def test_a_gpu_puzzles_kept_checks_time_its_reference_against_the_kept_baseline(
 
     monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
     monkeypatch.setenv("INFPROF_WARM", "1")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # torch's own count, as on a learner's machine
     puzzle = get_puzzle("puzzle1")
     ready_to_grade(workspace, puzzle)
     keeper = RulerKeeper.for_puzzle(workspace.root, puzzle.id)
@@ -142,6 +169,6 @@ def test_a_gpu_puzzles_kept_checks_time_its_reference_against_the_kept_baseline(
             checks.append((time.monotonic() - start, checked))
         print("kept checks:", [(f"{s:.2f} s", c.speedup.median, c.tier, c.kept_ruler) for s, c in checks])
         assert all(c.kept_ruler and c.correct and c.tier for _, c in checks), [c.findings() for _, c in checks]
-        assert keeper.ask("status")["checks"] == 3
+        assert keeper.ask("status")["checks"] == 3 and keeper.ask("status")["threads"] == 1
     finally:
         keeper.stop()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import os
 import random
 import selectors
@@ -35,10 +36,13 @@ from tutor.harness.loading import HarnessFailure
 
 class Keeper:
     def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str]):
+        import torch
+
         from tutor.harness.lockstep import KeptRuler
 
         self.path, self.owners, self.idle_s, self.preloaded = path, owners, idle_s, preloaded
-        self.kept = KeptRuler()
+        self.kept = KeptRuler(torch.get_num_threads())
+        torch.set_num_threads(1)  # no thread pool here: every check forks from this process
         self.checks = 0
         self.last_check = time.monotonic()
         self.stopping = False
@@ -94,7 +98,8 @@ class Keeper:
         elif op == "stop":
             self.stopping = True
         zygote.send(conn, {"pid": os.getpid(), "preloaded": self.preloaded, "owners": sorted(self.owners),
-                           "checks": self.checks, "ruler": self.kept.ruler.pid if self.kept.ruler else None})
+                           "checks": self.checks, "ruler": self.kept.ruler.pid if self.kept.ruler else None,
+                           "threads": threads()})
         conn.close()
 
     def check(self, message: dict, fds: list[int]) -> int:
@@ -125,6 +130,9 @@ class Keeper:
             self._reap()
             self.checks += 1
             self.last_check = time.monotonic()
+            if threads() > 1:  # a thread would not survive into the next check's fork: end, and let a fresh one start
+                print(f"{threads()} threads after a check: the keeper ends", flush=True)
+                self.stopping = True
 
     def _run(self, request: dict, sink) -> dict:
         from tutor.harness import lockstep
@@ -157,6 +165,14 @@ class Keeper:
         self.listener.close()
 
 
+def threads() -> int:
+    """This process's threads, native ones included (Linux; 1 elsewhere)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tutor.harness.keeper")
     parser.add_argument("socket")
@@ -170,6 +186,8 @@ def main(argv: list[str]) -> int:
         if args.torch_only:
             raise SystemExit("a child forked after `import torch` cannot run CUDA here: checks make their own ruler")
         os.execv(sys.executable, [sys.executable, "-m", "tutor.harness.keeper", *argv, "--torch-only"])
+    # SIGUSR1 prints every thread's stack (into the log of the check under way): what a stuck check waits on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     keeper = Keeper(args.socket, set(args.owner), args.idle_s, preloaded)
     print(f"keeping in {time.monotonic() - started:.1f} s: {', '.join(keeper.preloaded)}", flush=True)
     keeper.serve()

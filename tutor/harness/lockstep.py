@@ -218,23 +218,26 @@ def _fork(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[Side,
     return ruler, _fork_candidate(request, sink, ruler)
 
 
-def _worker(request: dict, sink: EventSink, names: list[str], who: str | None):
+def _worker(request: dict, sink: EventSink, names: list[str], who: str | None, threads: int = 0):
     from tutor.harness.worker import serve
 
     def body(conn: Connection) -> None:
         sink.close()  # only the coordinator speaks to the tutor
+        if threads:  # forked from the keeper, which runs one thread (KeptRuler): torch's own count again
+            import torch
+            torch.set_num_threads(threads)
         serve(conn, request, names, who)
     return body
 
 
-def _fork_ruler(request: dict, sink: EventSink, ruler_names: list[str]) -> Side:
-    return Side("ruler", *processes.fork_worker(_worker(request, sink, ruler_names, None)), ruler_names)
+def _fork_ruler(request: dict, sink: EventSink, ruler_names: list[str], threads: int = 0) -> Side:
+    return Side("ruler", *processes.fork_worker(_worker(request, sink, ruler_names, None, threads)), ruler_names)
 
 
-def _fork_candidate(request: dict, sink: EventSink, ruler: Side) -> Candidate:
+def _fork_candidate(request: dict, sink: EventSink, ruler: Side, threads: int = 0) -> Candidate:
     candidate = request["candidate"]
-    return Candidate("candidate", *processes.fork_worker(_worker(request, sink, [candidate], candidate)), [candidate],
-                     trusted=frozenset({ruler.pid}))
+    return Candidate("candidate", *processes.fork_worker(_worker(request, sink, [candidate], candidate, threads)),
+                     [candidate], trusted=frozenset({ruler.pid}))
 
 
 def _fork_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[RankedSide, RankedCandidate]:
@@ -260,8 +263,11 @@ class KeptRuler:
     prepared, compiled and warm once, each check's candidate a fresh process forked beside it. Kept only while
     the request asks for the same comparators; a grade never keeps one (a fresh ruler every grade)."""
 
-    def __init__(self) -> None:
-        self.key, self.ruler, self.seed = None, None, 0
+    def __init__(self, threads: int) -> None:
+        """`threads`: torch's intra-op thread count for the processes forked from here. The keeper itself compares
+        outputs on one thread: a thread pool it started (OpenMP's) would not survive into a forked child, whose
+        first parallel op then waits forever (puzzle1's weights, on an H200 without OMP_NUM_THREADS)."""
+        self.key, self.ruler, self.seed, self.threads = None, None, 0, threads
 
     @staticmethod
     def key_of(request: dict) -> str:
@@ -295,12 +301,12 @@ def check_with_kept_ruler(request: dict, sink: EventSink, kept: KeptRuler) -> di
         kept.close()
         processes.become_subreaper()
         ruler_names = list(dict.fromkeys([request["oracle"], *(n for n in request["time"] if n != request["candidate"])]))
-        kept.ruler, kept.key, kept.seed, fresh = _fork_ruler(request, sink, ruler_names), kept.key_of(request), \
-            request["seed"], True
+        kept.ruler, kept.key, kept.seed, fresh = _fork_ruler(request, sink, ruler_names, kept.threads), \
+            kept.key_of(request), request["seed"], True
     else:
         fresh = False
     request = {**request, "seed": kept.seed}
-    learner = _fork_candidate(request, sink, kept.ruler)
+    learner = _fork_candidate(request, sink, kept.ruler, kept.threads)
     processes.freeze(learner.pid, learner.trusted)
 
     def stopped(signum, frame):  # the tutor stops the check (time limit, cancel): end both sides
