@@ -308,6 +308,9 @@ def isolated_config(tmp_path, monkeypatch, warm_runtime, request):
     """Keep the remembered-workspace file and $INFPROF_WORKSPACE out of the developer's home."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("INFPROF_WORKSPACE", raising=False)
+    # No ruler keeper for the CLI's and the app's watch tests: its start (torch and the libraries a warm harness
+    # preloads) cost 8 core-seconds a test; tests/test_keeper.py starts its own.
+    monkeypatch.setenv("INFPROF_KEEP_RULER", "0")
     # Every run cold, unless the session runs warm (--warm, --warm-when-ready; an --also-cold twin runs cold) or a
     # test starts a warm harness of its own (tests/test_warm.py): a developer's open TUI must not serve the suite's
     # runs.

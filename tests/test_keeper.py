@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from tutor.quick_check import quick_check
+from tutor.quick_check import quick_check, watch_keeper
 from tutor.runner import RunFailed
 from tutor.warm import RulerKeeper
 
@@ -170,5 +170,22 @@ def test_a_gpu_puzzles_kept_checks_time_its_reference_against_the_kept_baseline(
         print("kept checks:", [(f"{s:.2f} s", c.speedup.median, c.tier, c.kept_ruler) for s, c in checks])
         assert all(c.kept_ruler and c.correct and c.tier for _, c in checks), [c.findings() for _, c in checks]
         assert keeper.ask("status")["checks"] == 3 and keeper.ask("status")["threads"] == 1
+    finally:
+        keeper.stop()
+
+
+def test_watching_starts_the_keeper_unless_told_not_to(workspace, small_puzzle0, monkeypatch):
+    """What the CLI's watch and the app's watch mode ask for each check: the session's keeper, started once."""
+    import tempfile
+
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
+    monkeypatch.setenv("INFPROF_WARM", "1")
+    assert watch_keeper(workspace, small_puzzle0) is None  # the suite's INFPROF_KEEP_RULER=0
+    monkeypatch.delenv("INFPROF_KEEP_RULER")
+    keeper = watch_keeper(workspace, small_puzzle0)
+    try:
+        assert keeper == RulerKeeper.for_puzzle(workspace.root, small_puzzle0.id)
+        assert keeper.wait_ready(owner=os.getpid()) and watch_keeper(workspace, small_puzzle0) == keeper
+        assert keeper.ask("status")["owners"] == [os.getpid()]
     finally:
         keeper.stop()

@@ -100,8 +100,9 @@ def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
 
 def watch_keeper(ws: Workspace, puzzle: Puzzle) -> RulerKeeper | None:
     """The ruler keeper of this process's watch session on `puzzle`, started in the background unless it runs
-    (a cancelled check ends it); None with INFPROF_WARM=0. It ends with this process."""
-    if warm_mode() == "off":
+    (a cancelled check ends it); None with INFPROF_WARM=0 or INFPROF_KEEP_RULER=0 (every check makes its own
+    ruler). It ends with this process."""
+    if warm_mode() == "off" or os.environ.get("INFPROF_KEEP_RULER") == "0":
         return None
     keeper = RulerKeeper.for_puzzle(ws.root, puzzle.id)
     keeper.start(owner=os.getpid())
