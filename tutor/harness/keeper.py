@@ -46,16 +46,7 @@ class Keeper:
         self.checks = 0
         self.last_check = time.monotonic()
         self.stopping = False
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        old = os.umask(0o077)  # only this user may ask for a check
-        try:
-            self.listener.bind(path)
-        finally:
-            os.umask(old)
-        self.bound = os.stat(path).st_ino
-        self.listener.listen(4)
+        self.listener, self.bound = zygote.listen(path, 4)
         signal.signal(signal.SIGTERM, self._stop)
 
     def _stop(self, *_) -> None:
@@ -155,14 +146,7 @@ class Keeper:
 
     def close(self) -> None:
         self.kept.close()
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(self.path).st_ino == self.bound:
-                os.unlink(self.path)  # ours, not a newer keeper's that took the name
-        pid_file = os.path.splitext(self.path)[0] + ".pid"  # written by tutor.warm when it started us
-        with contextlib.suppress(OSError, ValueError):
-            if int(open(pid_file).read()) == os.getpid():
-                os.unlink(pid_file)
-        self.listener.close()
+        zygote.unlisten(self.path, self.listener, self.bound)
 
 
 def threads() -> int:

@@ -81,6 +81,32 @@ def cuda_survives_fork() -> bool | None:
     return {b"1": True, b"-": None}.get(answer, False)
 
 
+def listen(path: str, backlog: int) -> tuple[socket.socket, int]:
+    """A Unix socket at `path` that only this user may connect to, listening; and its inode (see `unlisten`)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    old = os.umask(0o077)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    listener.listen(backlog)
+    return listener, os.stat(path).st_ino
+
+
+def unlisten(path: str, listener: socket.socket, bound: int) -> None:
+    """Close the socket, and remove its path and pid file where they are still ours (not a newer process's)."""
+    with contextlib.suppress(FileNotFoundError):
+        if os.stat(path).st_ino == bound:
+            os.unlink(path)
+    pid_file = os.path.splitext(path)[0] + ".pid"  # written by tutor.warm when it started us
+    with contextlib.suppress(OSError, ValueError):
+        if int(open(pid_file).read()) == os.getpid():
+            os.unlink(pid_file)
+    listener.close()
+
+
 def read_message(conn: socket.socket) -> tuple[dict, list[int]]:
     """One JSON line and the file descriptors sent with it."""
     data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 8)
@@ -146,16 +172,7 @@ class Zygote:
         self.abandoned: dict[int, float] = {}  # child pid -> when to SIGKILL it: its caller hung up
         self.last_run = time.monotonic()
         self.stopping = False
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        old = os.umask(0o077)  # only this user may ask for a run
-        try:
-            self.listener.bind(path)
-        finally:
-            os.umask(old)
-        self.bound = os.stat(path).st_ino
-        self.listener.listen(16)
+        self.listener, self.bound = listen(path, 16)
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_write, False)
         os.set_blocking(self.wake_read, False)
@@ -265,14 +282,7 @@ class Zygote:
             self.last_run = time.monotonic()
 
     def close(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(self.path).st_ino == self.bound:
-                os.unlink(self.path)  # ours, not a newer harness's that took the name
-        pid_file = os.path.splitext(self.path)[0] + ".pid"  # written by tutor.warm when it started us
-        with contextlib.suppress(OSError, ValueError):
-            if int(open(pid_file).read()) == os.getpid():
-                os.unlink(pid_file)
-        self.listener.close()
+        unlisten(self.path, self.listener, self.bound)
 
 
 class BareFd:
