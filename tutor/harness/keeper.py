@@ -19,7 +19,6 @@ nobody owns it, or when asked; a cancelled check ends it (the caller stops its p
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import faulthandler
 import os
@@ -142,7 +141,7 @@ class Keeper:
             if pid == 0:
                 return
             if self.kept.ruler is not None and pid == self.kept.ruler.pid:
-                self.kept.key, self.kept.ruler = None, None  # it died between checks: the next one makes another
+                self.kept.close()  # it died between checks: the next one makes another
 
     def close(self) -> None:
         self.kept.close()
@@ -158,18 +157,9 @@ def threads() -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tutor.harness.keeper")
-    parser.add_argument("socket")
-    parser.add_argument("--owner", type=int, action="append", default=[])
-    parser.add_argument("--idle-s", type=float, default=600.0)
-    parser.add_argument("--torch-only", action="store_true", help="preload torch and the harness, no library")
-    args = parser.parse_args(argv)
     started = time.monotonic()
-    preloaded = zygote.preload(() if args.torch_only else zygote.LIBRARIES)
-    if zygote.cuda_survives_fork() is False:  # each check's candidate and the ruler are forked from here
-        if args.torch_only:
-            raise SystemExit("a child forked after `import torch` cannot run CUDA here: checks make their own ruler")
-        os.execv(sys.executable, [sys.executable, "-m", "tutor.harness.keeper", *argv, "--torch-only"])
+    # Each check's candidate and the ruler are forked from here, as a warm harness's runs are.
+    args, preloaded = zygote.preloaded_server("tutor.harness.keeper", argv, idle_s=600.0)
     # SIGUSR1 prints every thread's stack (into the log of the check under way): what a stuck check waits on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     keeper = Keeper(args.socket, set(args.owner), args.idle_s, preloaded)

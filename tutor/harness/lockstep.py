@@ -195,26 +195,35 @@ def merged(op: str, replies: list[dict]) -> dict:
 def start(request: dict, sink: EventSink) -> tuple[Side | RankedSide, Candidate | RankedCandidate]:
     """Fork the ruler and the candidate (a process each, or a rank group each); neither has loaded anything yet."""
     processes.become_subreaper()
-    candidate, oracle = request["candidate"], request["oracle"]
-    # The oracle always: the checks compare with the ruler's copy (even when it is also the candidate).
-    ruler_names = list(dict.fromkeys([oracle, *(n for n in request["time"] if n != candidate)]))
     if request.get("ranks", 1) > 1:
-        ruler, learner = _fork_ranked(request, sink, ruler_names)
+        ruler, learner = _fork_ranked(request, sink, ruler_names(request))
     else:
-        ruler, learner = _fork(request, sink, ruler_names)
-    # One call reaches every process of the learner's side, each of its ranks included (processes.learner_side).
+        ruler, learner = _fork(request, sink, ruler_names(request))
+    hold_learner(learner)
+    return ruler, learner
+
+
+def ruler_names(request: dict) -> list[str]:
+    """What the ruler loads: the oracle always (the checks compare with the ruler's copy, even when it is also the
+    candidate), and every timed workload but the candidate."""
+    return list(dict.fromkeys([request["oracle"], *(n for n in request["time"] if n != request["candidate"])]))
+
+
+def hold_learner(learner: Candidate | RankedCandidate) -> None:
+    """The learner's side frozen until it is asked something, and ended with this process when the tutor stops the
+    run (time limit, cancel). One call reaches every process of it, each of its ranks included
+    (processes.learner_side)."""
     processes.freeze(learner.pid, learner.trusted)
 
-    def stopped(signum, frame):  # the tutor stops the run (time limit, cancel): end the learner's side too
+    def stopped(signum, frame):
         processes.kill_all(learner.pid, learner.trusted)
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stopped)
-    return ruler, learner
 
 
-def _fork(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[Side, Candidate]:
-    ruler = _fork_ruler(request, sink, ruler_names)
+def _fork(request: dict, sink: EventSink, names: list[str]) -> tuple[Side, Candidate]:
+    ruler = _fork_ruler(request, sink, names)
     return ruler, _fork_candidate(request, sink, ruler)
 
 
@@ -230,8 +239,8 @@ def _worker(request: dict, sink: EventSink, names: list[str], who: str | None, t
     return body
 
 
-def _fork_ruler(request: dict, sink: EventSink, ruler_names: list[str], threads: int = 0) -> Side:
-    return Side("ruler", *processes.fork_worker(_worker(request, sink, ruler_names, None, threads)), ruler_names)
+def _fork_ruler(request: dict, sink: EventSink, names: list[str], threads: int = 0) -> Side:
+    return Side("ruler", *processes.fork_worker(_worker(request, sink, names, None, threads)), names)
 
 
 def _fork_candidate(request: dict, sink: EventSink, ruler: Side, threads: int = 0) -> Candidate:
@@ -240,7 +249,7 @@ def _fork_candidate(request: dict, sink: EventSink, ruler: Side, threads: int = 
                      [candidate], trusted=frozenset({ruler.pid}))
 
 
-def _fork_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tuple[RankedSide, RankedCandidate]:
+def _fork_ranked(request: dict, sink: EventSink, names: list[str]) -> tuple[RankedSide, RankedCandidate]:
     """A multi-GPU grade: each side a rank group, the ruler's first."""
     from tutor.harness import ranks
     from tutor.harness.worker import rank_handler
@@ -248,8 +257,7 @@ def _fork_ranked(request: dict, sink: EventSink, ruler_names: list[str]) -> tupl
     world, candidate = request["ranks"], request["candidate"]
     backend = "nccl" if request["device"] == "cuda" else "gloo"
     quiet = lambda rank: sink.close()  # noqa: E731 - only the coordinator speaks to the tutor
-    ruler = RankedSide("ruler", ranks.start(world, rank_handler(request, ruler_names, None), backend, quiet),
-                       ruler_names)
+    ruler = RankedSide("ruler", ranks.start(world, rank_handler(request, names, None), backend, quiet), names)
     return ruler, RankedCandidate("candidate", ranks.start(world, rank_handler(request, [candidate], candidate),
                                                            backend, quiet), [candidate], trusted=frozenset(ruler.pids))
 
@@ -281,9 +289,6 @@ class KeptRuler:
         same = {k: v for k, v in request.items() if k not in ("seed", "keeper")}
         return json.dumps([same, changed], sort_keys=True)
 
-    def ready_for(self, request: dict) -> bool:
-        return self.ruler is not None and self.key == self.key_of(request)
-
     def close(self) -> None:
         """End the ruler (its process and anything it started)."""
         if self.ruler is not None:
@@ -297,23 +302,16 @@ class KeptRuler:
 def check_with_kept_ruler(request: dict, sink: EventSink, kept: KeptRuler) -> dict:
     """A check against `kept`'s ruler, made now if it holds none or other comparators; the candidate forked
     afresh. The weights come from the request's seed: the kept ruler's, so both sides hold the same ones."""
-    if not kept.ready_for(request):
+    key = kept.key_of(request)
+    fresh = kept.ruler is None or kept.key != key
+    if fresh:
         kept.close()
         processes.become_subreaper()
-        ruler_names = list(dict.fromkeys([request["oracle"], *(n for n in request["time"] if n != request["candidate"])]))
-        kept.ruler, kept.key, kept.seed, fresh = _fork_ruler(request, sink, ruler_names, kept.threads), \
-            kept.key_of(request), request["seed"], True
-    else:
-        fresh = False
+        kept.ruler = _fork_ruler(request, sink, ruler_names(request), kept.threads)
+        kept.key, kept.seed = key, request["seed"]
     request = {**request, "seed": kept.seed}
     learner = _fork_candidate(request, sink, kept.ruler, kept.threads)
-    processes.freeze(learner.pid, learner.trusted)
-
-    def stopped(signum, frame):  # the tutor stops the check (time limit, cancel): end both sides
-        processes.kill_all(learner.pid, learner.trusted)
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stopped)
+    hold_learner(learner)  # a stop ends the keeper too: its process group is the run's
     try:
         return _check_and_time(request, sink, kept.ruler, learner, ruler_ready=not fresh, keep_ruler=True)
     except BaseException:

@@ -306,21 +306,29 @@ def alive(pid: int) -> bool:
     return True
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tutor.harness.zygote")
+def preloaded_server(module: str, argv: list[str], idle_s: float) -> tuple[argparse.Namespace, list[str]]:
+    """The start of a process that forks harness processes (`python -m MODULE SOCKET [--owner PID] [--idle-s S]`):
+    its arguments, and what it preloaded. Before its socket exists: nothing may fork from a process whose children
+    cannot use the GPU, so where the libraries break that it starts again with torch alone, and where torch
+    alone does it exits."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}")
     parser.add_argument("socket")
     parser.add_argument("--owner", type=int, action="append", default=[])
-    parser.add_argument("--idle-s", type=float, default=1200.0)
+    parser.add_argument("--idle-s", type=float, default=idle_s)
     parser.add_argument("--torch-only", action="store_true", help="preload torch and the harness, no library")
     args = parser.parse_args(argv)
-    started = time.monotonic()
     preloaded = preload(() if args.torch_only else LIBRARIES)
-    # Before the socket exists: no run may fork from a harness whose children cannot use the GPU.
     if cuda_survives_fork() is False:
         if args.torch_only:
             raise SystemExit("a child forked after `import torch` cannot run CUDA here: runs start cold")
         print(f"a child forked after importing {', '.join(preloaded)} cannot run CUDA: torch alone, again", flush=True)
-        os.execv(sys.executable, [sys.executable, "-m", "tutor.harness.zygote", *argv, "--torch-only"])
+        os.execv(sys.executable, [sys.executable, "-m", module, *argv, "--torch-only"])
+    return args, preloaded
+
+
+def main(argv: list[str]) -> int:
+    started = time.monotonic()
+    args, preloaded = preloaded_server("tutor.harness.zygote", argv, idle_s=1200.0)
     zygote = Zygote(args.socket, set(args.owner), args.idle_s, preloaded)
     print(f"warm in {time.monotonic() - started:.1f} s: {', '.join(zygote.preloaded)}", flush=True)
     zygote.serve()
