@@ -21,16 +21,21 @@ from tutor.warm import RulerKeeper
 SOLVE = (__import__("pathlib").Path(__file__).parent.parent / "challenges" / "puzzle0" / "solution" / "workload.py")
 
 
-@pytest.fixture
-def keeper(workspace, small_puzzle0, monkeypatch):
-    """A keeper owned by this test process, in a runtime folder of the test's (its socket path is short)."""
+def started_keeper(workspace, puzzle_id: str, monkeypatch, wait_s: float = 90.0) -> RulerKeeper:
+    """A keeper owned by this test process, in a runtime folder of the test's (its socket path is short), ready."""
     import tempfile
 
     monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
     monkeypatch.setenv("INFPROF_WARM", "1")
-    keeper = RulerKeeper.for_puzzle(workspace.root, small_puzzle0.id)
+    keeper = RulerKeeper.for_puzzle(workspace.root, puzzle_id)
     keeper.start(owner=os.getpid())
-    assert keeper.wait_ready(owner=os.getpid()), keeper.log_path.read_text()
+    assert keeper.wait_ready(timeout_s=wait_s, owner=os.getpid()), keeper.log_path.read_text()
+    return keeper
+
+
+@pytest.fixture
+def keeper(workspace, small_puzzle0, monkeypatch):
+    keeper = started_keeper(workspace, small_puzzle0.id, monkeypatch)
     yield keeper
     keeper.stop()
     shutil.rmtree(keeper.socket_path.parent, ignore_errors=True)
@@ -92,14 +97,8 @@ def test_learner_state_of_one_check_never_reaches_the_next(workspace, small_puzz
 def test_the_keeper_runs_one_thread_and_its_checks_torchs_own_count(workspace, small_puzzle0, monkeypatch):
     """Without OMP_NUM_THREADS (as on a learner's machine) the keeper's own comparisons start no thread pool, which
     a forked candidate could not use (its first parallel op waited forever on an H200)."""
-    import tempfile
-
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
-    monkeypatch.setenv("INFPROF_WARM", "1")
-    keeper = RulerKeeper.for_puzzle(workspace.root, small_puzzle0.id)
-    keeper.start(owner=os.getpid())
-    assert keeper.wait_ready(owner=os.getpid()), keeper.log_path.read_text()
+    keeper = started_keeper(workspace, small_puzzle0.id, monkeypatch)
     try:
         write_mine(workspace, small_puzzle0, open(SOLVE).read() + textwrap.dedent("""
             import torch
@@ -147,20 +146,15 @@ def test_a_gpu_puzzles_kept_checks_time_its_reference_against_the_kept_baseline(
     """puzzle1's reference in a watch session on the GPU: the first check makes the ruler, the next two keep it,
     each correct and timed against the baseline it kept (its CUDA context, weights and warm-up made once). Without
     OMP_NUM_THREADS: a keeper that had started a thread pool hung its second check's candidate making the weights."""
-    import tempfile
     import time
 
     from tutor.catalog import get_puzzle
     from tutor.reference import ready_to_grade
 
-    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
-    monkeypatch.setenv("INFPROF_WARM", "1")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # torch's own count, as on a learner's machine
     puzzle = get_puzzle("puzzle1")
     ready_to_grade(workspace, puzzle)
-    keeper = RulerKeeper.for_puzzle(workspace.root, puzzle.id)
-    keeper.start(owner=os.getpid())
-    assert keeper.wait_ready(timeout_s=300, owner=os.getpid()), keeper.log_path.read_text()
+    keeper = started_keeper(workspace, puzzle.id, monkeypatch, wait_s=300)
     try:
         checks = []
         for _ in range(3):
