@@ -24,7 +24,7 @@ workspace's caches and not autotune again.
 the session's ruler keeper (tutor.harness.keeper), its comparators prepared by the session's first check.
 
 --json writes, per puzzle, {"stages": {name: median seconds}, "grade_s": median, "quick_check_s":
-median, "warm": bool, "grades": [...], "quick_checks": [...]} (with --watch also "kept_check_s" and "kept_checks"): the object itself for one puzzle,
+median (None for a serving puzzle, which has no quick check), "warm": bool, "grades": [...], "quick_checks": [...]} (with --watch also "kept_check_s" and "kept_checks"): the object itself for one puzzle,
 else {puzzle: object}.
 """
 
@@ -116,7 +116,7 @@ def measure(puzzle_id: str, args) -> dict | None:
     print(f"{puzzle_id}: profile baseline (and install the reference) {time.monotonic() - t0:.1f} s "
           "(not counted)", flush=True)
     grades, checks, kept = [], [], []
-    keeper = start_keeper(ws, puzzle) if args.watch else None
+    keeper = start_keeper(ws, puzzle) if args.watch and not puzzle.serving else None
     if keeper:  # the session's first check prepares the ruler it keeps: what watch mode's first save costs
         stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event, keeper=keeper))
         print(f"  a watch session's first check: {stages['total']:.2f} s, kept={checked.kept_ruler}", flush=True)
@@ -124,6 +124,8 @@ def measure(puzzle_id: str, args) -> dict | None:
         stages, verdict = timed(lambda on_event: actions.grade(ws, puzzle, on_event))
         grades.append(stages)
         print(f"  grade {i + 1}: {stages['total']:.2f} s, tier={verdict.tier or 'none'}", flush=True)
+        if puzzle.serving:
+            continue  # a serving puzzle has no quick check: its server is judged over whole replays
         stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event))
         checks.append(stages)
         print(f"  quick check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
@@ -137,7 +139,8 @@ def measure(puzzle_id: str, args) -> dict | None:
     what = f"{args.workload} {args.compile_mode or ''}".strip() if args.workload else args.which
     print_stages(f"{puzzle_id} ({puzzle.hardware.device}), {what}, {how}, {len(grades)} grades: seconds per stage",
                  grades)
-    print_stages(f"{puzzle_id}, {how}, {len(checks)} quick checks: seconds per stage", checks)
+    if checks:
+        print_stages(f"{puzzle_id}, {how}, {len(checks)} quick checks: seconds per stage", checks)
     if keeper:
         print_stages(f"{puzzle_id}, {len(kept)} quick checks of a watch session, its ruler kept: seconds per stage",
                      kept)
@@ -145,7 +148,7 @@ def measure(puzzle_id: str, args) -> dict | None:
     names = list(dict.fromkeys(name for run in grades for name in run))
     report = {"stages": {n: statistics.median(run.get(n, 0.0) for run in grades) for n in names},
               "grade_s": statistics.median(run["total"] for run in grades),
-              "quick_check_s": statistics.median(run["total"] for run in checks),
+              "quick_check_s": statistics.median(run["total"] for run in checks) if checks else None,
               "warm": args.warm, "grades": grades, "quick_checks": checks}
     if keeper:
         report.update(kept_check_s=statistics.median(run["total"] for run in kept), kept_checks=kept)

@@ -6,12 +6,15 @@ what only a warm harness has: its socket, its owner, what it leaves open in a ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -234,6 +237,36 @@ def test_the_warm_harness_ends_with_its_owner(monkeypatch):
         owner.wait()
     assert wait_for(lambda: harness.state() == "off")
     assert not harness.socket_path.exists()
+
+
+def test_a_warm_harness_that_closes_as_it_is_found_is_started_again(monkeypatch):
+    """One whose owners have all exited answers a last status, then closes before it can be owned: start() must
+    start another, not report it ready (a benchmark's second step, right after the first exited, found none)."""
+    folder = tempfile.mkdtemp(prefix="ipc")
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", folder)
+    harness = WarmHarness.for_env()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(harness.socket_path))
+    listener.listen(4)
+
+    def departing() -> None:  # the status answered; the next caller (asking to own it) hung up on, then gone
+        conn = listener.accept()[0]
+        conn.recv(4096)
+        conn.sendall(json.dumps({"pid": 1, "owners": [], "runs": 0}).encode() + b"\n")
+        conn.close()
+        listener.accept()[0].close()
+        listener.close()
+        harness.socket_path.unlink()
+
+    thread = threading.Thread(target=departing)
+    thread.start()
+    try:
+        assert harness.start(owner=os.getpid()) == "warming"
+        assert harness.state() == "warming"  # a process of its own for this socket, importing torch
+    finally:
+        thread.join(timeout=10)
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            os.killpg(int(harness.log_path.with_suffix(".pid").read_text()), signal.SIGKILL)
 
 
 @pytest.mark.gpu

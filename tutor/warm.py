@@ -117,9 +117,10 @@ class WarmHarness:
         """Start one unless one is ready or warming; `owner` keeps it alive while it lives. Returns the state."""
         state = self.state()
         if state == "ready":
-            if owner is not None:
-                self.ask("own", pid=owner)
-            return state
+            if owner is None or self.ask("own", pid=owner) is not None:
+                return state
+            # It answered its last status and closed (its owners had all exited): another, once it has gone.
+            state = self._after_exit()
         if state == "warming":
             return state  # the owner is added once it is ready (see `wait_ready`)
         env = harness_environment()
@@ -131,6 +132,12 @@ class WarmHarness:
                                     env=env, start_new_session=True, cwd=str(SOURCE_ROOT))
         self.log_path.with_suffix(".pid").write_text(str(proc.pid))
         return "warming"
+
+    def _after_exit(self, limit_s: float = 5.0) -> str:
+        deadline = time.monotonic() + limit_s
+        while _warming_pid(self.log_path, self.module) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.state()
 
     def wait_ready(self, timeout_s: float = READY_WAIT_S, owner: int | None = None) -> bool:
         deadline = time.monotonic() + timeout_s
