@@ -209,3 +209,24 @@ def test_puzzle18s_traces_spread_its_ratio_less_than_the_h100_saw():
         larger.append(base / sweep.static(arrivals, outputs, 64, 0.005)[0])
     middle = statistics.median(reference)
     assert max(reference) / min(reference) < 1.15 and max(larger) < 0.8 * middle, (reference, larger)
+
+
+def test_its_replay_alone_sweep_replays_each_server_without_a_grade(monkeypatch, capsys):
+    """sweeps/replay_alone.py, the measurement a grade's replays are set beside, at a CPU's size: each server
+    replays the warm-up trace and then each trace, both serving the trace's tokens, the reference's continuous batches
+    in fewer steps than the baseline's static ones."""
+    import json
+    import sys
+
+    sweep = puzzle_file(P18, "sweeps/replay_alone.py")
+    monkeypatch.setattr(sys, "argv", ["replay_alone.py", "--device", "cpu", "--requests", "6", "--traces", "1",
+                                      "--servers", "baseline", "reference"])
+    sweep.main()
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["server"], r["trace"]) for r in rows] == [
+        (server, trace) for server in ("baseline", "reference") for trace in ("warm-up", 0)]
+    for trace in ("warm-up", 0):
+        replays = {r["server"]: r for r in rows if r["trace"] == trace}
+        assert len({r["tokens"] for r in replays.values()}) == 1 and replays["baseline"]["tokens"] > 6
+        assert replays["reference"]["steps"] < replays["baseline"]["steps"]
+    assert all(r["seconds"] > 0 and r["ms_a_step"] > 0 for r in rows)
