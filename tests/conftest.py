@@ -271,6 +271,22 @@ def start_warm_harness(prefix: str):
     return folder, own_warm_harness(folder)
 
 
+def started_keeper(workspace, puzzle_id: str, monkeypatch, wait_s: float = 90.0):
+    """A watch session's ruler keeper for `puzzle_id`, owned by this test process, in a runtime folder of the test's
+    (its socket path is short), ready."""
+    import os
+    import tempfile
+
+    from tutor.warm import RulerKeeper
+
+    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
+    monkeypatch.setenv("INFPROF_WARM", "1")
+    keeper = RulerKeeper.for_puzzle(workspace.root, puzzle_id)
+    keeper.start(owner=os.getpid())
+    assert keeper.wait_ready(timeout_s=wait_s, owner=os.getpid()), keeper.log_path.read_text()
+    return keeper
+
+
 def own_warm_harness(folder: str):
     """The warm harness of runtime folder `folder`, started unless it runs, this test process one of its owners.
 

@@ -42,7 +42,7 @@ from tutor.profilers.openers import shell_path
 from tutor.profilers.registry import PERFETTO_SCRIPT, PROFILERS
 from tutor.progress import Progress
 from tutor.runner import RunFailed
-from conftest import recording
+from conftest import recording, started_keeper
 
 # What this CI machine is, stated rather than probed, so results do not depend on where tests run.
 CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
@@ -507,6 +507,20 @@ async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(w
         assert Progress(workspace.db_path).attempts("puzzle0") == []
         await pilot.press("w")
         assert not screen.watching
+
+
+async def test_turning_watch_mode_off_ends_its_ruler_keeper(workspace, monkeypatch):
+    """Its kept ruler holds a process, on a GPU the GPU open, that no check would ask again."""
+    keeper = started_keeper(workspace, "puzzle0", monkeypatch)  # the one watching this puzzle here would start
+    try:
+        async with puzzle_open(workspace) as (pilot, screen):
+            await pilot.press("w")
+            await wait_until(pilot, lambda: screen.watching, 5)
+            assert keeper.state() == "ready"
+            await pilot.press("w")
+            await wait_until(pilot, lambda: keeper.state() == "off", 10, "the keeper to end")
+    finally:
+        keeper.stop()
 
 
 async def test_a_save_during_a_quick_check_restarts_it(workspace):

@@ -14,23 +14,12 @@ import threading
 
 import pytest
 
+from conftest import started_keeper
 from tutor.quick_check import quick_check, watch_keeper
 from tutor.runner import RunFailed
 from tutor.warm import RulerKeeper
 
 SOLVE = (__import__("pathlib").Path(__file__).parent.parent / "challenges" / "puzzle0" / "solution" / "workload.py")
-
-
-def started_keeper(workspace, puzzle_id: str, monkeypatch, wait_s: float = 90.0) -> RulerKeeper:
-    """A keeper owned by this test process, in a runtime folder of the test's (its socket path is short), ready."""
-    import tempfile
-
-    monkeypatch.setenv("INFPROF_RUNTIME_DIR", tempfile.mkdtemp(prefix="ipk"))
-    monkeypatch.setenv("INFPROF_WARM", "1")
-    keeper = RulerKeeper.for_puzzle(workspace.root, puzzle_id)
-    keeper.start(owner=os.getpid())
-    assert keeper.wait_ready(timeout_s=wait_s, owner=os.getpid()), keeper.log_path.read_text()
-    return keeper
 
 
 @pytest.fixture
@@ -183,3 +172,39 @@ def test_watching_starts_the_keeper_unless_told_not_to(workspace, small_puzzle0,
         assert keeper.ask("status")["owners"] == [os.getpid()]
     finally:
         keeper.stop()
+
+
+def test_a_run_on_the_gpu_has_every_kept_ruler_let_go_of_it_first(workspace, small_puzzle0, keeper, monkeypatch,
+                                                                    tmp_path):
+    """A kept ruler's process holds the GPU open between a watch session's checks: a grade or a profile beside it
+    would list it among the processes it shared the GPU with. Every run on the GPU but a keeper's own asks every
+    keeper to end its ruler first; the session's next check makes another."""
+    from tutor import runner
+    from tutor.warm import release_kept_rulers
+
+    write_mine(workspace, small_puzzle0, open(SOLVE).read())
+    quick_check(workspace, small_puzzle0, keeper=keeper)
+    ruler = keeper.ask("status")["ruler"]
+    assert ruler and release_kept_rulers() == 1
+    assert keeper.ask("status")["ruler"] is None and not os.path.exists(f"/proc/{ruler}")
+    events = []
+    again = quick_check(workspace, small_puzzle0, events.append, keeper=keeper)
+    assert again.kept_ruler and again.correct and keeper.ask("status")["ruler"] not in (None, ruler)
+    assert any("the puzzle's workloads: a process" in s for s in stages(events))
+
+    class Started(Exception):
+        pass
+
+    def started(*args, **kwargs):  # where the run would start its harness: far enough
+        raise Started
+
+    asked = []
+    monkeypatch.setattr(runner, "release_kept_rulers", lambda: asked.append(True))
+    monkeypatch.setattr(runner.RulerKeeper, "spawn", started)
+    monkeypatch.setattr(runner.WarmHarness, "spawn", started)
+    kept_check = {"device": "cuda", "keeper": str(keeper.socket_path)}
+    for request, released in (({"device": "cuda"}, True), (kept_check, False), ({"device": "cpu"}, False)):
+        asked.clear()
+        with pytest.raises(Started):
+            runner.run_harness({"mode": "check", **request}, tmp_path / "run", 60)
+        assert bool(asked) == released, request

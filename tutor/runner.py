@@ -26,7 +26,7 @@ from tutor import build_locks
 from tutor.errors import EnvironmentProblem, TutorError
 from tutor.protocol import (CALLER_PID_ENV, ERROR_KINDS, EVENT_FD_ENV, NONCE_FD_ENV, TERM_GRACE_S, death_words,
                             decode)
-from tutor.warm import RulerKeeper, WarmHarness, WarmProcess, harness_environment, warm_mode
+from tutor.warm import RulerKeeper, WarmHarness, WarmProcess, harness_environment, release_kept_rulers, warm_mode
 
 LOG_NAME = "output.log"
 RESULT_NAME = "result.json"  # the harness's raw result (every timing sample), kept with the run
@@ -116,6 +116,8 @@ class HarnessRun:
     def _spawn(self) -> int:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         build_locks.clear_stale(self.request.get("caches", {}))
+        if self.request.get("device") == "cuda" and not self.request.get("keeper"):
+            release_kept_rulers()  # a watch session's kept ruler would hold the GPU open beside this run
         self._started = time.time() - 1.0  # a second early: a file's mtime may round below time.time()
         request_path = self.run_dir / "request.json"
         # Whole or absent, for whoever reads the run folder while the run starts (the TUI, a test).

@@ -36,6 +36,7 @@ IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TORCHINDUCTOR", "TORCHDYNAMO", "TRITON",
 COMPILE_CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 READY_WAIT_S = 90.0  # how long a run waits for a harness that is still warming before it goes cold
 CONNECT_TIMEOUT_S = 5.0
+RELEASE_WAIT_S = 0.5  # a keeper mid-check answers after it: the run does not wait for that
 
 
 def warm_mode() -> str:
@@ -81,11 +82,11 @@ class WarmHarness:
 
     # -- asking it things --------------------------------------------------------------------
 
-    def _connect(self) -> socket.socket | None:
+    def _connect(self, timeout_s: float = CONNECT_TIMEOUT_S) -> socket.socket | None:
         if not self.socket_path.exists():
             return None
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.settimeout(CONNECT_TIMEOUT_S)
+        conn.settimeout(timeout_s)
         try:
             conn.connect(str(self.socket_path))
         except OSError:
@@ -93,9 +94,10 @@ class WarmHarness:
             return None
         return conn
 
-    def ask(self, op: str, **fields) -> dict | None:
-        """The harness's answer to `op` (status, own, stop); None when none is listening."""
-        conn = self._connect()
+    def ask(self, op: str, timeout_s: float = CONNECT_TIMEOUT_S, **fields) -> dict | None:
+        """The harness's answer to `op` (status, own, stop; a keeper's release); None when none is listening or
+        none came within `timeout_s`."""
+        conn = self._connect(timeout_s)
         if conn is None:
             return None
         with conn:
@@ -189,6 +191,15 @@ class RulerKeeper(WarmHarness):
                              f"{puzzle_id}".encode()).hexdigest()[:16]
         folder = runtime_dir()
         return cls(folder / f"keep-{key}.sock", folder / f"keep-{key}.log")
+
+
+def release_kept_rulers() -> int:
+    """Ask every ruler keeper of this user to end its kept ruler, whose process holds the GPU open (a grade would
+    list it among the processes it shared the GPU with). A keeper busy with a check takes the request once the
+    check ends; this does not wait for it. Returns how many answered."""
+    folder = runtime_dir()
+    keepers = (RulerKeeper(path, path.with_suffix(".log")) for path in sorted(folder.glob("keep-*.sock")))
+    return sum(keeper.ask("release", timeout_s=RELEASE_WAIT_S) is not None for keeper in keepers)
 
 
 class WarmProcess:

@@ -15,6 +15,9 @@ here: a grade always makes a fresh ruler.
 
 It exits when every process that owns it has exited, after `--idle-s` without a check when
 nobody owns it, or when asked; a cancelled check ends it (the caller stops its process group).
+Asked to `release` (tutor.warm.release_kept_rulers: by every other run on the GPU, a grade's or a
+profile's, before it starts), it ends its ruler, whose process would otherwise hold the GPU open beside
+that run's; the session's next check makes another.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ class Keeper:
             self.owners.add(int(message["pid"]))
         elif op == "stop":
             self.stopping = True
+        elif op == "release":  # a run that times things is starting: the kept ruler lets go of the GPU
+            self.kept.close()
         zygote.send(conn, {"pid": os.getpid(), "preloaded": self.preloaded, "owners": sorted(self.owners),
                            "checks": self.checks, "ruler": self.kept.ruler.pid if self.kept.ruler else None,
                            "threads": threads()})

@@ -9,6 +9,7 @@ rustlings; `g` grades for real. Leaving the screen cancels a run in progress.
 from __future__ import annotations
 
 import subprocess
+import threading
 from pathlib import Path
 
 from textual import on, work
@@ -21,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
 
 from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
-from tutor.app.runs import RunKind, execute, preflight, run_kind
+from tutor.app.runs import RunKind, execute, preflight, run_kind, stop_watching_keeper
 from tutor.app.threads import show_on_screen
 from tutor.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
@@ -363,6 +364,9 @@ class PuzzleScreen(Screen):
         if self._watch_stop is not None:
             self._watch_stop.set()
             self._watch_stop = None
+            # Its keeper's ruler holds a process, and on a GPU the GPU, that no check will ask again: ended off the
+            # UI thread (a keeper in the middle of a check answers after it).
+            threading.Thread(target=stop_watching_keeper, args=(self.ws, self.puzzle), daemon=True).start()
         self.watching = self.watcher_running = False
 
     @work(exclusive=True, group="watch")
