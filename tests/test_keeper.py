@@ -208,3 +208,27 @@ def test_a_run_on_the_gpu_has_every_kept_ruler_let_go_of_it_first(workspace, sma
         with pytest.raises(Started):
             runner.run_harness({"mode": "check", **request}, tmp_path / "run", 60)
         assert bool(asked) == released, request
+
+
+@pytest.mark.gpu
+def test_a_grade_beside_a_watch_session_has_the_gpu_to_itself(workspace, monkeypatch):
+    """puzzle1: a watch session's check leaves its ruler's process on the GPU; a grade then has it end before it
+    starts, and its verdict names no other process that had the GPU open."""
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+    from tutor.reference import ready_to_grade
+
+    puzzle = get_puzzle("puzzle1")
+    ready_to_grade(workspace, puzzle)
+    keeper = started_keeper(workspace, puzzle.id, monkeypatch, wait_s=300)
+    try:
+        checked = quick_check(workspace, puzzle, keeper=keeper)
+        ruler = keeper.ask("status")["ruler"]
+        assert checked.kept_ruler and checked.correct and ruler, checked.findings()
+        verdict = actions.grade(workspace, puzzle)
+        concerns = verdict.environment.get("concerns", [])
+        print("after the grade:", keeper.ask("status"), verdict.tier, concerns)
+        assert keeper.ask("status")["ruler"] is None and not os.path.exists(f"/proc/{ruler}")
+        assert verdict.tier and not any("other processes" in c for c in concerns), concerns
+    finally:
+        keeper.stop()
