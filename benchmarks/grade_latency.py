@@ -23,9 +23,9 @@ workspace's caches and not autotune again.
 --watch (with --warm) also times, after each quick check, one as a watch session's checks run: answered by
 the session's ruler keeper (tutor.harness.keeper), its comparators prepared by the session's first check.
 
---json writes, per puzzle, {"stages": {name: median seconds}, "grade_s": median, "quick_check_s":
-median (None for a serving puzzle, which has no quick check), "warm": bool, "grades": [...], "quick_checks": [...]} (with --watch also "kept_check_s" and "kept_checks"): the object itself for one puzzle,
-else {puzzle: object}.
+--json writes, per puzzle, {"stages": {name: median seconds}, "grade_s": median, "quick_check_s": median (None
+for a serving puzzle, which has no quick check), "warm": bool, "grades": [...], "quick_checks": [...]} (with
+--watch also "kept_check_s" and "kept_checks"): the object itself for one puzzle, else {puzzle: object}.
 """
 
 from __future__ import annotations

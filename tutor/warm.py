@@ -136,6 +136,7 @@ class WarmHarness:
         return "warming"
 
     def _after_exit(self, limit_s: float = 5.0) -> str:
+        """The state once a harness on its way out has gone (or `limit_s` has passed)."""
         deadline = time.monotonic() + limit_s
         while _warming_pid(self.log_path, self.module) and time.monotonic() < deadline:
             time.sleep(0.05)
