@@ -56,7 +56,9 @@ def test_the_second_check_finds_the_comparators_prepared_and_loads_the_file_as_i
     shutil.copy(SOLVE, workspace.editable_path(small_puzzle0, "workload.py"))  # the learner's fix, saved
     second = quick_check(workspace, small_puzzle0, second_events.append, keeper=keeper)
     assert second.kept_ruler and second.correctness.passed, second.findings()
-    assert second.tier  # the fix's speed-up, timed against the kept baseline
+    # The fix's speed-up, timed against the kept baseline. Not its tier: ten rounds beside three other test processes
+    # can leave an interval too wide for any (a fresh clone's suite read none once).
+    assert second.speedup.median > 1, second.speedup
     assert keeper.ask("status")["ruler"] == ruler  # the same ruler process
     assert any("kept from the last check" in s for s in stages(second_events))
     assert not any("the puzzle's workloads: a process" in s for s in stages(second_events))
