@@ -509,6 +509,14 @@ async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(w
         assert not screen.watching
 
 
+async def test_watch_mode_on_a_serving_puzzle_says_there_is_nothing_to_watch(workspace):
+    async with puzzle_open(workspace, "puzzle18") as (pilot, screen):
+        await pilot.press("w")
+        await pilot.pause()
+        assert not screen.watching and screen.running is None
+        assert any("serving puzzle" in n.message and "g grades it" in n.message for n in pilot.app._notifications)
+
+
 async def test_turning_watch_mode_off_ends_its_ruler_keeper(workspace, monkeypatch):
     """Its kept ruler holds a process, on a GPU the GPU open, that no check would ask again."""
     keeper = started_keeper(workspace, "puzzle0", monkeypatch)  # the one watching this puzzle here would start

@@ -64,6 +64,14 @@ def test_the_puzzle_page_says_which_clock_each_tier_is_timed_on(in_workspace, ca
     assert bronze[-2:] == ["call's", "time"] and silver[-2:] == ["GPU", "time"]
 
 
+def test_watching_a_serving_puzzle_is_refused_before_anything_starts(in_workspace, capsys):
+    """A serving puzzle has no quick check: every save would meet the same refusal, so watch gives it once."""
+    assert main(["watch", "puzzle18"]) == 2
+    panel = " ".join(line.strip("│ ") for line in capsys.readouterr().err.splitlines())  # its lines rejoined
+    assert "puzzle18 is a serving puzzle" in panel and "`infprof-tutor grade puzzle18`" in panel, panel
+    assert not in_workspace.runs_dir.exists() or not any(in_workspace.runs_dir.iterdir())
+
+
 def test_unknown_puzzle_is_a_usage_error(in_workspace, capsys):
     assert main(["show", "nope"]) == 2
     assert "Known puzzles" in capsys.readouterr().err

@@ -174,6 +174,12 @@ def test_watching_starts_the_keeper_unless_told_not_to(workspace, small_puzzle0,
         assert keeper.ask("status")["owners"] == [os.getpid()]
     finally:
         keeper.stop()
+    # None for checks it would not answer: a serving puzzle's (none at all), those of a puzzle on two GPUs.
+    from tutor.catalog import get_puzzle
+
+    for other in ("puzzle18", "puzzle13"):
+        assert watch_keeper(workspace, get_puzzle(other)) is None
+        assert not RulerKeeper.for_puzzle(workspace.root, other).log_path.exists()
 
 
 def test_a_run_on_the_gpu_has_every_kept_ruler_let_go_of_it_first(workspace, small_puzzle0, keeper, monkeypatch,

@@ -191,6 +191,14 @@ class Puzzle:
         return self.hardware.device == "cuda" and not self.serving
 
     @property
+    def no_quick_check(self) -> str:
+        """Why this puzzle has no quick check (and so nothing to watch), or ""."""
+        if self.serving:
+            return (f"{self.id} is a serving puzzle: its server is judged over whole replays of a trace, which a "
+                    "quick check cannot shorten.")
+        return ""
+
+    @property
     def serving_floor_checked(self) -> bool:
         """A GPU serving puzzle's replays are held to theirs by how busy they kept the GPU
         (tutor.grading.serving.check_serving_floor)."""

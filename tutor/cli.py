@@ -151,6 +151,9 @@ def cmd_watch(args) -> int:
 
     ws = require_workspace(args.workspace)
     p = get_puzzle(args.puzzle)
+    if p.no_quick_check:  # a save would be answered by the same refusal every time
+        raise TutorError(p.no_quick_check, f"Watch mode re-checks on every save; grade it instead: "
+                                           f"`infprof-tutor grade {p.id}`.")
     folder = ws.puzzle_dir(p)
     running: list = []  # the latest harness: its process group has a session of its own, out of Ctrl-C's reach
 

@@ -101,8 +101,11 @@ def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
 def watch_keeper(ws: Workspace, puzzle: Puzzle) -> RulerKeeper | None:
     """The ruler keeper of this process's watch session on `puzzle`, started in the background unless it runs
     (a cancelled check ends it); None with INFPROF_WARM=0 or INFPROF_KEEP_RULER=0 (every check makes its own
-    ruler). It ends with this process."""
+    ruler), and for a puzzle whose checks it does not answer (a serving puzzle's, one on several GPUs). It ends
+    with this process."""
     if warm_mode() == "off" or os.environ.get("INFPROF_KEEP_RULER") == "0":
+        return None
+    if puzzle.serving or puzzle.hardware.gpus > 1:
         return None
     keeper = RulerKeeper.for_puzzle(ws.root, puzzle.id)
     keeper.start(owner=os.getpid())
@@ -121,9 +124,8 @@ def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = N
     `keeper`: a watch session's ruler keeper, which answers the check once it is ready (tutor.harness.keeper)."""
     require_hardware(puzzle)
     check_workload_file(ws, puzzle)
-    if puzzle.serving:
-        raise TutorError(f"{puzzle.id} is a serving puzzle: its server is judged over whole replays of a trace, "
-                         "which a quick check cannot shorten.", f"Grade it: `infprof-tutor grade {puzzle.id}`.")
+    if puzzle.no_quick_check:
+        raise TutorError(puzzle.no_quick_check, f"Grade it: `infprof-tutor grade {puzzle.id}`.")
     vs = puzzle.tiers[0].vs
     request = check_request(ws, puzzle, list(dict.fromkeys(["mine", vs])))
     # One warm-up round and one check before timing: every timed round checks the output again.

@@ -350,6 +350,10 @@ class PuzzleScreen(Screen):
         if self.watching:
             self._stop_watching()
             self.notify("Watch mode off.")
+        elif self.puzzle.no_quick_check:
+            self.notify(f"{self.puzzle.no_quick_check} Watch mode re-checks on every save: g grades it.",
+                        title="Nothing to watch", severity="warning")
+            return
         else:
             import asyncio
 
