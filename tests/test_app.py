@@ -520,6 +520,7 @@ async def test_watch_mode_on_a_serving_puzzle_says_there_is_nothing_to_watch(wor
 async def test_turning_watch_mode_off_ends_its_ruler_keeper(workspace, monkeypatch):
     """Its kept ruler holds a process, on a GPU the GPU open, that no check would ask again."""
     keeper = started_keeper(workspace, "puzzle0", monkeypatch)  # the one watching this puzzle here would start
+    monkeypatch.setenv("INFPROF_WARM", "0")  # the app then warms no harness of its own: not what this is about
     try:
         async with puzzle_open(workspace) as (pilot, screen):
             await pilot.press("w")
