@@ -25,3 +25,5 @@ def test_the_suite_cpu_plugin_reads_the_machines_busy_time_and_names_each_tests_
         "CUDA sources compiled for ptxas's counts")
     assert plugin.share("tests/test_puzzle4.py::test_no_table_answers_a_call") == "the puzzles' other tests"
     assert plugin.share("tests/test_cli.py::test_list") == "the rest"
+    assert plugin.share("fc/tests/test_app.py::test_hints_are_revealed_one_at_a_time") == (
+        "the app's tests and snapshots")  # run from a clone, whose folder pytest may name first
