@@ -35,7 +35,7 @@ def share(nodeid: str) -> str:
         return "--also-cold's cold twins"
     if re.search(r"ptxas|compiles|spills", nodeid):  # the tests that build a CUDA source with nvcc, by their names
         return "CUDA sources compiled for ptxas's counts"
-    nodeid = nodeid[nodeid.find("tests/"):]  # from a clone, pytest may name its folder first (fc/tests/...)
+    nodeid = nodeid[max(nodeid.find("tests/"), 0):]  # from a clone, pytest may name its folder first (fc/tests/...)
     if nodeid.startswith(("tests/test_app.py", "tests/test_app_snapshots.py")):
         return "the app's tests and snapshots"
     if re.match(r"tests/test_puzzle\d+\.py", nodeid):
