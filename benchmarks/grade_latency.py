@@ -11,7 +11,7 @@ baseline is profiled once first so the diagnosis has a profile to check. A stage
 event to the next stage's: `spawn` is from calling grade() to the harness's first event (process
 start or fork, Python's imports), `importing` is torch's import, `timing` runs until the tutor
 starts `grading` (so it includes the harness's exit), and `grading` is the tutor's own work after
-that (diagnosis, the db write). The second and later grades of unchanged code find torch.compile's
+that (diagnosis, the db write). A serving grade's replays are summed by side, its warm-up pair apart. The second and later grades of unchanged code find torch.compile's
 and triton's caches in the workspace (tutor.harness.worker.use_compile_caches).
 
 --workload FILE grades FILE (a path in the puzzle's folder, or any path) as the learner's workload.py,
@@ -50,6 +50,16 @@ from tutor.workspace import scratch_workspace
 DEFAULT_PUZZLES = ("puzzle0", "puzzle1")
 
 
+def stage_row(stage: str, detail: str) -> str:
+    """The row a stage's seconds are summed in: preparing by what is prepared; a serving grade's replays by side,
+    its warm-up pair apart (where a serving grade's time goes: the puzzle's server against yours)."""
+    if stage == "preparing":
+        return f"preparing {detail}"
+    if stage == "replaying":
+        return f"replaying, {detail.split(':')[0]}{' (warm-up)' if 'warm-up' in detail else ''}"
+    return stage
+
+
 def timed(run, echo: bool = False) -> tuple[dict[str, float], object]:
     """Seconds per stage of `run(on_event)`, in the order the stages began; and what it returned. With
     `echo`, each stage is printed to stderr as it begins: a run cut by a time limit still says where it was."""
@@ -58,7 +68,7 @@ def timed(run, echo: bool = False) -> tuple[dict[str, float], object]:
     def on_event(event: dict) -> None:
         if event["type"] != "stage":
             return
-        name = f"{event['stage']} {event.get('detail', '')}" if event["stage"] == "preparing" else event["stage"]
+        name = stage_row(event["stage"], event.get("detail", ""))
         if not marks or marks[-1][0] != name:
             marks.append((name, time.monotonic()))
             if echo:
