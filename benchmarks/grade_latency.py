@@ -11,8 +11,9 @@ baseline is profiled once first so the diagnosis has a profile to check. A stage
 event to the next stage's: `spawn` is from calling grade() to the harness's first event (process
 start or fork, Python's imports), `importing` is torch's import, `timing` runs until the tutor
 starts `grading` (so it includes the harness's exit), and `grading` is the tutor's own work after
-that (diagnosis, the db write). A serving grade's replays are summed by side, its warm-up pair apart. The second and later grades of unchanged code find torch.compile's
-and triton's caches in the workspace (tutor.harness.worker.use_compile_caches).
+that (diagnosis, the db write). A serving grade's replays are summed by side, its warm-up pair apart.
+The second and later grades of unchanged code find torch.compile's and triton's caches in the workspace
+(tutor.harness.worker.use_compile_caches).
 
 --workload FILE grades FILE (a path in the puzzle's folder, or any path) as the learner's workload.py,
 with the reference's answer; --compile-mode MODE first swaps its torch.compile mode for MODE. Issue
