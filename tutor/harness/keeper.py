@@ -162,15 +162,10 @@ def threads() -> int:
 
 
 def main(argv: list[str]) -> int:
-    started = time.monotonic()
-    # Each check's candidate and the ruler are forked from here, as a warm harness's runs are.
-    args, preloaded = zygote.preloaded_server("tutor.harness.keeper", argv, idle_s=600.0)
     # SIGUSR1 prints every thread's stack (into the log of the check under way): what a stuck check waits on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    keeper = Keeper(args.socket, set(args.owner), args.idle_s, preloaded)
-    print(f"keeping in {time.monotonic() - started:.1f} s: {', '.join(keeper.preloaded)}", flush=True)
-    keeper.serve()
-    return 0
+    # Each check's candidate and the ruler are forked from here, as a warm harness's runs are.
+    return zygote.serve_preloaded("tutor.harness.keeper", argv, 600.0, Keeper, "keeping")
 
 
 if __name__ == "__main__":

@@ -306,11 +306,13 @@ def alive(pid: int) -> bool:
     return True
 
 
-def preloaded_server(module: str, argv: list[str], idle_s: float) -> tuple[argparse.Namespace, list[str]]:
-    """The start of a process that forks harness processes (`python -m MODULE SOCKET [--owner PID] [--idle-s S]`):
-    its arguments, and what it preloaded. Before its socket exists: nothing may fork from a process whose children
-    cannot use the GPU, so where the libraries break that it starts again with torch alone, and where torch
-    alone does it exits."""
+def serve_preloaded(module: str, argv: list[str], idle_s: float, server, ready: str) -> int:
+    """The whole life of a process that forks harness processes (`python -m MODULE SOCKET [--owner PID] [--idle-s
+    S]`): what a run imports, preloaded; then `server(socket, owners, idle_s, preloaded)` made, its `ready` line
+    logged, and served until it ends. Before its socket exists: nothing may fork from a process whose children cannot
+    use the GPU, so where the libraries break that it starts again with torch alone, and where torch alone does it
+    exits."""
+    started = time.monotonic()
     parser = argparse.ArgumentParser(prog=f"python -m {module}")
     parser.add_argument("socket")
     parser.add_argument("--owner", type=int, action="append", default=[])
@@ -323,16 +325,14 @@ def preloaded_server(module: str, argv: list[str], idle_s: float) -> tuple[argpa
             raise SystemExit("a child forked after `import torch` cannot run CUDA here: runs start cold")
         print(f"a child forked after importing {', '.join(preloaded)} cannot run CUDA: torch alone, again", flush=True)
         os.execv(sys.executable, [sys.executable, "-m", module, *argv, "--torch-only"])
-    return args, preloaded
+    made = server(args.socket, set(args.owner), args.idle_s, preloaded)
+    print(f"{ready} in {time.monotonic() - started:.1f} s: {', '.join(preloaded)}", flush=True)
+    made.serve()
+    return 0
 
 
 def main(argv: list[str]) -> int:
-    started = time.monotonic()
-    args, preloaded = preloaded_server("tutor.harness.zygote", argv, idle_s=1200.0)
-    zygote = Zygote(args.socket, set(args.owner), args.idle_s, preloaded)
-    print(f"warm in {time.monotonic() - started:.1f} s: {', '.join(zygote.preloaded)}", flush=True)
-    zygote.serve()
-    return 0
+    return serve_preloaded("tutor.harness.zygote", argv, 1200.0, Zygote, "warm")
 
 
 if __name__ == "__main__":
