@@ -24,7 +24,7 @@ from tutor.grading.verdict import Criterion
 from tutor.machine import require_hardware
 from tutor.runner import run_harness
 from tutor.stats import Estimate
-from tutor.warm import RELEASE_WAIT_S, RulerKeeper, warm_mode
+from tutor.warm import RulerKeeper, warm_mode
 from tutor.workspace import Workspace
 
 MIN_ROUNDS = 10  # fewer and the 95% interval of the median is the whole range of the samples
@@ -110,12 +110,6 @@ def watch_keeper(ws: Workspace, puzzle: Puzzle) -> RulerKeeper | None:
     keeper = RulerKeeper.for_puzzle(ws.root, puzzle.id)
     keeper.start(owner=os.getpid())
     return keeper
-
-
-def stop_watch_keeper(ws: Workspace, puzzle: Puzzle) -> None:
-    """End the ruler keeper of a watch session on `puzzle` that has stopped: its kept ruler holds a process (on a GPU,
-    the GPU open) that no check will ask again. A keeper in the middle of a check ends once it is done."""
-    RulerKeeper.for_puzzle(ws.root, puzzle.id).ask("stop", timeout_s=RELEASE_WAIT_S)
 
 
 def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = None,

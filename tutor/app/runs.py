@@ -88,13 +88,6 @@ def preflight(kind: RunKind, puzzle: Puzzle, machine: Machine | None) -> TutorEr
         return e
 
 
-def stop_watching_keeper(ws: Workspace, puzzle: Puzzle) -> None:
-    """Watch mode turned off: its ruler keeper ends (blocking for up to half a second: call it from a thread)."""
-    from tutor.quick_check import stop_watch_keeper  # the grading stack loads only when it is needed
-
-    stop_watch_keeper(ws, puzzle)
-
-
 def execute(kind: RunKind, ws: Workspace, puzzle: Puzzle, on_event: Callable[[dict], None],
             register: Callable, watching: bool = False) -> object:
     """Run to the end (blocking: call it from a worker thread); returns Graded, a QuickCheck or a ProfileOutcome.

@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
 
 from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
-from tutor.app.runs import RunKind, execute, preflight, run_kind, stop_watching_keeper
+from tutor.app.runs import RunKind, execute, preflight, run_kind
 from tutor.app.threads import show_on_screen
 from tutor.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
@@ -370,7 +370,10 @@ class PuzzleScreen(Screen):
             self._watch_stop = None
             # Its keeper's ruler holds a process, and on a GPU the GPU, that no check will ask again: ended off the
             # UI thread (a keeper in the middle of a check answers after it).
-            threading.Thread(target=stop_watching_keeper, args=(self.ws, self.puzzle), daemon=True).start()
+            from tutor.warm import RulerKeeper
+
+            root, puzzle_id = self.ws.root, self.puzzle.id
+            threading.Thread(target=lambda: RulerKeeper.for_puzzle(root, puzzle_id).stop(), daemon=True).start()
         self.watching = self.watcher_running = False
 
     @work(exclusive=True, group="watch")
