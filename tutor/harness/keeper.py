@@ -36,19 +36,16 @@ from tutor.harness import zygote
 from tutor.harness.loading import HarnessFailure
 
 
-class Keeper:
+class Keeper(zygote.OwnedServer):
     def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str]):
         import torch
 
         from tutor.harness.lockstep import KeptRuler
 
-        self.path, self.owners, self.idle_s, self.preloaded = path, owners, idle_s, preloaded
+        super().__init__(path, owners, idle_s, preloaded, backlog=4)
         self.kept = KeptRuler(torch.get_num_threads())
         torch.set_num_threads(1)  # no thread pool here: every check forks from this process
         self.checks = 0
-        self.last_check = time.monotonic()
-        self.stopping = False
-        self.listener, self.bound = zygote.listen(path, 4)
         signal.signal(signal.SIGTERM, self._stop)
 
     def _stop(self, *_) -> None:
@@ -62,40 +59,20 @@ class Keeper:
                     self.answer(self.listener.accept()[0])
         self.close()
 
-    def should_exit(self) -> bool:
-        if self.stopping:
-            return True
-        if self.owners:
-            self.owners = {pid for pid in self.owners if zygote.alive(pid)}
-            return not self.owners
-        return time.monotonic() - self.last_check > self.idle_s
-
     def answer(self, conn: socket.socket) -> None:
-        conn.settimeout(zygote.CLIENT_TIMEOUT_S)
-        try:
-            message, fds = zygote.read_message(conn)
-        except (OSError, ValueError):
-            conn.close()
+        if (got := self.read(conn)) is None:
             return
-        op = message.get("op")
-        if op == "run" and len(fds) == 3:
+        message, fds = got
+        if message.get("op") == "run" and len(fds) == 3:
             zygote.send(conn, {"started": os.getpid()})
             code = self.check(message, fds)
             zygote.send(conn, {"exit": code})
             conn.close()
             return
-        for fd in fds:
-            os.close(fd)
-        if op == "own":
-            self.owners.add(int(message["pid"]))
-        elif op == "stop":
-            self.stopping = True
-        elif op == "release":  # a run that times things is starting: the kept ruler lets go of the GPU
+        if message.get("op") == "release":  # a run that times things is starting: the kept ruler lets go of the GPU
             self.kept.close()
-        zygote.send(conn, {"pid": os.getpid(), "preloaded": self.preloaded, "owners": sorted(self.owners),
-                           "checks": self.checks, "ruler": self.kept.ruler.pid if self.kept.ruler else None,
-                           "threads": threads()})
-        conn.close()
+        self.reply(conn, message, fds, checks=self.checks, ruler=self.kept.ruler.pid if self.kept.ruler else None,
+                   threads=threads())
 
     def check(self, message: dict, fds: list[int]) -> int:
         """One check run, as `python -m tutor.harness REQUEST` would run it, with this process's ruler; its exit code."""
@@ -124,7 +101,7 @@ class Keeper:
             signal.signal(signal.SIGTERM, self._stop)  # the check's own handler ended with it
             self._reap()
             self.checks += 1
-            self.last_check = time.monotonic()
+            self.last_active = time.monotonic()
             if threads() > 1:  # a thread would not survive into the next check's fork: end, and let a fresh one start
                 print(f"{threads()} threads after a check: the keeper ends", flush=True)
                 self.stopping = True
@@ -150,7 +127,7 @@ class Keeper:
 
     def close(self) -> None:
         self.kept.close()
-        zygote.unlisten(self.path, self.listener, self.bound)
+        super().close()
 
 
 def threads() -> int:

@@ -165,14 +165,60 @@ def become_run(request: dict, fds: list[int], closing: list) -> None:
         os._exit(code)
 
 
-class Zygote:
-    def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str]):
+class OwnedServer:
+    """What the warm harness and the ruler keeper share: a socket only this user reaches, the processes that own the
+    server, and its end (asked to stop; every owner gone; or, owned by none, `idle_s` without work). Each answers a
+    run its own way; `own`, `stop` and a status here."""
+
+    def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str], backlog: int):
         self.path, self.owners, self.idle_s, self.preloaded = path, owners, idle_s, preloaded
+        self.last_active = time.monotonic()
+        self.stopping = False
+        self.listener, self.bound = listen(path, backlog)
+
+    def busy(self) -> bool:
+        """Work under way that keeps the server whatever its owners do."""
+        return False
+
+    def should_exit(self) -> bool:
+        if self.stopping:
+            return True
+        if self.busy():
+            return False
+        if self.owners:
+            self.owners = {pid for pid in self.owners if alive(pid)}
+            return not self.owners
+        return time.monotonic() - self.last_active > self.idle_s
+
+    def read(self, conn: socket.socket) -> tuple[dict, list[int]] | None:
+        """A caller's message and the fds sent with it; None (the caller hung up on) for one that cannot be read."""
+        conn.settimeout(CLIENT_TIMEOUT_S)
+        try:
+            return read_message(conn)
+        except (OSError, ValueError):
+            conn.close()
+            return None
+
+    def reply(self, conn: socket.socket, message: dict, fds: list[int], **status) -> None:
+        """Any op but a run: `own` and `stop` done, and the server's status answered, `status` in it."""
+        for fd in fds:
+            os.close(fd)
+        if message.get("op") == "own":
+            self.owners.add(int(message["pid"]))
+        elif message.get("op") == "stop":
+            self.stopping = True
+        send(conn, {"pid": os.getpid(), "preloaded": self.preloaded, "owners": sorted(self.owners), **status})
+        conn.close()
+
+    def close(self) -> None:
+        unlisten(self.path, self.listener, self.bound)
+
+
+class Zygote(OwnedServer):
+    def __init__(self, path: str, owners: set[int], idle_s: float, preloaded: list[str]):
+        super().__init__(path, owners, idle_s, preloaded, backlog=16)
         self.runs: dict[int, socket.socket] = {}  # child pid -> the caller waiting for its exit
         self.abandoned: dict[int, float] = {}  # child pid -> when to SIGKILL it: its caller hung up
-        self.last_run = time.monotonic()
-        self.stopping = False
-        self.listener, self.bound = listen(path, 16)
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_write, False)
         os.set_blocking(self.wake_read, False)
@@ -197,39 +243,20 @@ class Zygote:
                 self.end_abandoned()
         self.close()
 
-    def should_exit(self) -> bool:
-        if self.stopping:
-            return True
-        if self.runs:
-            return False
-        if self.owners:
-            self.owners = {pid for pid in self.owners if alive(pid)}
-            return not self.owners
-        return time.monotonic() - self.last_run > self.idle_s
+    def busy(self) -> bool:
+        return bool(self.runs)
 
     def answer(self, conn: socket.socket, sel: selectors.BaseSelector) -> None:
-        conn.settimeout(CLIENT_TIMEOUT_S)
-        try:
-            message, fds = read_message(conn)
-        except (OSError, ValueError):
-            conn.close()
+        if (got := self.read(conn)) is None:
             return
-        op = message.get("op")
-        if op == "run" and len(fds) == 3:
+        message, fds = got
+        if message.get("op") == "run" and len(fds) == 3:
             self.fork_run(conn, message, fds, sel)
             return
-        for fd in fds:
-            os.close(fd)
-        if op == "own":
-            self.owners.add(int(message["pid"]))
-        elif op == "stop":
-            self.stopping = True
-        send(conn, {"pid": os.getpid(), "preloaded": self.preloaded, "owners": sorted(self.owners),
-                    "runs": len(self.runs)})
-        conn.close()
+        self.reply(conn, message, fds, runs=len(self.runs))
 
     def fork_run(self, conn: socket.socket, request: dict, fds: list[int], sel: selectors.BaseSelector) -> None:
-        self.last_run = time.monotonic()
+        self.last_active = time.monotonic()
         pid = os.fork()
         if pid == 0:
             # Nothing of the warm harness's stays open in the run: learner code finds what a cold run has.
@@ -279,11 +306,7 @@ class Zygote:
                     sel.unregister(conn)  # a caller that hung up was unregistered then
                 send(conn, {"exit": os.waitstatus_to_exitcode(status)})
                 conn.close()
-            self.last_run = time.monotonic()
-
-    def close(self) -> None:
-        unlisten(self.path, self.listener, self.bound)
-
+            self.last_active = time.monotonic()
 
 class BareFd:
     """A bare fd with close(), so the child can drop it with the sockets."""
