@@ -287,7 +287,7 @@ def test_a_puzzles_grades_come_from_a_host_with_its_number_of_gpus():
         for g in json.loads(path.read_text()):
             assert (card_of(path) == "h200x2") == (get_puzzle(g["puzzle"]).hardware.gpus == 2), (path.name, g["puzzle"])
     assert {g["puzzle"] for path in GRADE_FIXTURES if card_of(path) == "h200x2" for g in json.loads(path.read_text())} \
-        == {"puzzle13", "puzzle16", "puzzle19", "puzzle25"}
+        == {"puzzle13", "puzzle16", "puzzle19", "puzzle25", "puzzle26"}
 
 
 def test_puzzle0s_solutions_read_one_tier_idle_or_loaded():

@@ -173,13 +173,14 @@ def test_their_recordings_show_what_their_diagnosis_cites():
     memory a call, the GPU mostly idle; puzzle19's 52 kernels a call, NCCL's all-reduces a seventh to a fifth of
     its GPU time (two recordings) beside the matmuls that read the weights four times; puzzle25's two GPUs each
     busy nearly all of a call, half of it in NCCL's kernels that move a quarter of a gigabyte at under a tenth of
-    the link's rate (each waits for the other stage)."""
+    the link's rate (each waits for the other stage); puzzle26's rank 0 in its matmuls nearly four times as long as
+    rank 1, which spends most of its GPU time in NCCL's kernel waiting for it."""
     import json
 
     from conftest import recording
     from tutor.profilers.torch_trace import extract
 
-    for puzzle_id in ("puzzle13", "puzzle16", "puzzle19", "puzzle25"):
+    for puzzle_id in ("puzzle13", "puzzle16", "puzzle19", "puzzle25", "puzzle26"):
         recorded = json.loads(recording(puzzle_id, "metrics.json").read_text())["values"]
         v = extract(recording(puzzle_id, "trace.json.gz")).values
         assert {k: v[k] for k in v} == {k: recorded[k] for k in v}, puzzle_id
@@ -195,6 +196,9 @@ def test_their_recordings_show_what_their_diagnosis_cites():
     assert p25["gpu.busy_fraction"] > 0.95 and p25["rank1.gpu.busy_fraction"] > 0.95
     assert 0.4 < p25["kernels.category.comm.share"] < 0.6 and 0.4 < p25["rank1.kernels.category.comm.share"] < 0.6
     assert p25["comm.bytes_per_iter"] == 2 * 16384 * 4096 * 2 and p25["comm.link_peak_share"] < 0.1
+    p26 = json.loads(recording("puzzle26", "metrics.json").read_text())["values"]
+    assert p26["kernels.category.gemm.us_per_iter"] > 3.5 * p26["rank1.kernels.category.gemm.us_per_iter"]
+    assert p26["kernels.category.comm.share"] < 0.1 and p26["rank1.kernels.category.comm.share"] > 0.6
 
 
 def _link_probe_rank(rank: int, world: int, message: dict) -> dict:

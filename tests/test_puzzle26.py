@@ -1,10 +1,10 @@
-"""puzzle26, Two GPUs, one at work (a draft: issue 38's load_imbalance), as far as the CPU can check it: the
+"""puzzle26, Two GPUs, one at work (issue 38's load_imbalance), as far as the CPU can check it: the
 scene's traffic is skewed as designed, the four most popular experts on one GPU; on two gloo ranks at a CPU's
 sizes every style gives both ranks the baseline's output (a placement moves no token to another expert), and the
 placements even the ranks' work out; a cheat that swaps every expert so each rank holds all eight is right too (its
 memory is what refuses it on the GPUs: tests/test_multi_gpu_puzzles.py); the harness serves the scene on two ranks
 and checks every call on each. Two H200s' grades and cheats' refusals, read from their fixtures: the tiers sit
-clear of every grade (MEASUREMENTS.md lists what is still owed).
+clear of every grade.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from test_grading_rules import assert_clear_of_every_bar
 from test_multi_gpu_puzzles import _on_two_ranks, _styles_in_rank
 from tutor.catalog import all_puzzles, get_puzzle
 
-PUZZLE = get_puzzle("puzzle26", drafts=True)
+PUZZLE = get_puzzle("puzzle26")
 FIXTURES = Path(__file__).parent / "fixtures"
 SIZES_LINE = "EXPERTS, TOKENS, HIDDEN, FFN = 8, 16384, 4096, 32768"
 SMALL = {"TOKENS": 2048, "HIDDEN": 128, "FFN": 64}
@@ -30,17 +30,18 @@ STYLES = ["baseline.py", "solution/workload.py", "alternatives/snake_by_bias.py"
 FEWER_BITS = "cheats/fp8_experts.py"
 
 
-def test_the_puzzle_is_a_draft_until_every_style_is_graded_on_two_gpus():
-    assert PUZZLE.draft and "puzzle26" not in all_puzzles() and PUZZLE.hardware.gpus == 2
+def test_the_puzzle_ships_graded_on_two_gpus():
+    assert not PUZZLE.draft and "puzzle26" in all_puzzles() and PUZZLE.hardware.gpus == 2
 
 
-def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
-    """`benchmarks/measure_draft.py puzzle26 ...` on 2 x H200, two device calls: the reference (1.45-1.50x) and the
-    snake by bias (1.40-1.50x) both gold, five grades each; their calls vary 2-4% a grade (the ranks meet in the
-    all-reduce), so the bars keep 4% from them, as puzzle25's do. tensor_parallel's grades are owed."""
-    grades = json.loads((FIXTURES / "draft_h200x2_grades_puzzle26_2026-11-28.json").read_text())
-    assert graded_counts(grades) == {"reference": 5, "alternatives/snake_by_bias": 5}
-    assert_clear_of_every_bar(grades, margin=0.04)
+def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_3_5_percent_higher_or_lower():
+    """On 2 x H200, five grades a style (MEASUREMENTS.md) and a sixth of the reference once it shipped: the reference
+    (1.45-1.50x) and the snake by bias (1.40-1.50x) gold, tensor_parallel (1.27-1.29x) silver. Their calls vary 2-4% a grade (the ranks meet in the
+    all-reduce); the snake's lowest lower bound (1.379) and tensor_parallel's highest (1.277) sit 8% apart, and gold
+    between them keeps 3.5% or more from each."""
+    grades = json.loads((FIXTURES / "h200x2_grades_puzzle26_2026-11-28.json").read_text())
+    assert graded_counts(grades) == {"reference": 6, "alternatives/snake_by_bias": 5, "alternatives/tensor_parallel": 5}
+    assert_clear_of_every_bar(grades, margin=0.035)
 
 
 def test_two_h200s_refused_every_cheat_three_times():
@@ -49,7 +50,7 @@ def test_two_h200s_refused_every_cheat_three_times():
     workload that blanks the calls it takes for unchecked (4.7-5.2x) at correctness and by the physical floor."""
     refusals = {"cheats/every_expert_on_each_rank": {"fair play"}, "cheats/fp8_experts": {"correctness", "performance"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200x2_cheats_puzzle26_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "h200x2_cheats_puzzle26_2026-11-28.json", refusals, times=3)
 
 
 def routed_shares(spec, seed: int) -> torch.Tensor:
