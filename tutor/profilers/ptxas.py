@@ -83,9 +83,12 @@ def find_nvcc() -> str:
 
 
 def compile_report(source: Path, arch: str = ARCH, flags: tuple[str, ...] = (), timeout_s: float = 300) -> list[KernelResources]:
-    """Compile `source` for `arch` (to nowhere) and read what ptxas reports of each kernel."""
-    done = subprocess.run([find_nvcc(), f"-arch={arch}", "-Xptxas", "-v", *flags, "-c", str(source), "-o", "/dev/null"],
-                          capture_output=True, text=True, timeout=timeout_s)
+    """Compile `source`'s device code for `arch` (to nowhere) and read what ptxas reports of each kernel.
+
+    -cubin stops at ptxas: the same report as -c's, without compiling, assembling and embedding the host's side
+    (0.5 s a kernel against 1.5-1.9 s on a 2-core machine)."""
+    command = [find_nvcc(), f"-arch={arch}", "-Xptxas", "-v", *flags, "-cubin", str(source), "-o", "/dev/null"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
         raise TutorError(f"nvcc could not compile {source.name}:\n{done.stderr.strip()[-2000:]}",
                          "Fix the error nvcc names (file:line), save, and run again.")
