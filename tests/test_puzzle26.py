@@ -36,9 +36,9 @@ def test_the_puzzle_ships_graded_on_two_gpus():
 
 def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_3_5_percent_higher_or_lower():
     """On 2 x H200, five grades a style (MEASUREMENTS.md) and a sixth of the reference once it shipped: the reference
-    (1.45-1.50x) and the snake by bias (1.40-1.50x) gold, tensor_parallel (1.27-1.29x) silver. Their calls vary 2-4% a grade (the ranks meet in the
-    all-reduce); the snake's lowest lower bound (1.379) and tensor_parallel's highest (1.277) sit 8% apart, and gold
-    between them keeps 3.5% or more from each."""
+    (1.45-1.50x) and the snake by bias (1.40-1.50x) gold, tensor_parallel (1.27-1.29x) silver. Their calls vary 2-4%
+    a grade (the ranks meet in the all-reduce); the snake's lowest lower bound (1.379) and tensor_parallel's highest
+    (1.277) sit 8% apart, and gold between them keeps 3.5% or more from each."""
     grades = json.loads((FIXTURES / "h200x2_grades_puzzle26_2026-11-28.json").read_text())
     assert graded_counts(grades) == {"reference": 6, "alternatives/snake_by_bias": 5, "alternatives/tensor_parallel": 5}
     assert_clear_of_every_bar(grades, margin=0.035)
