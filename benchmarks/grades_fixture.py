@@ -6,13 +6,14 @@ measure_draft.py writes them) reduced to what tests/test_grading_rules.py reads 
     python benchmarks/grades_fixture.py PUZZLE --busy CALL FILE...  # a serving grade's NVML figures, each grade
 
 CALL names the device call the grades came from (MEASUREMENTS.md says which). A file's name says which
-solution it graded (PUZZLE_reference.json, PUZZLE_alternatives_NAME.json); the baseline's own grades
-are left out (no tier is expected of it), and so are cheats' (cheats/NAME: no tier either). Each row says
+solution it graded (PUZZLE_reference.json, PUZZLE_alternatives_NAME.json; device_grading.sh writes a file a
+step, NAME.json, again2/NAME.json, ...: a workload's grades are numbered across its files); the baseline's own
+grades are left out (no tier is expected of it), and so are cheats' (cheats/NAME: no tier either). Each row says
 whether its grade forked from a warm harness or started cold (its `importing` stage: torch's import). --busy keeps
 every grade's NVML figures, the cheats' and the baseline's too (tests/test_serving_floor.py reads them).
---table prints a Markdown row per file, the baseline's too: grades, the baseline's and its own median ms
-per grade, the speed-up's median and the lower bound of its interval per grade (on the clock of the
-puzzle's last tier), and the tiers the grades read then.
+--table prints a Markdown row per workload (its files together), the baseline's too: grades, the baseline's and
+its own median ms per grade, the speed-up's median and the lower bound of its interval per grade (on the clock of
+the puzzle's last tier), and the tiers the grades read then.
 """
 
 from __future__ import annotations
@@ -73,12 +74,13 @@ def comparators(puzzle: str) -> list:
     return list({t.vs: t.clock for t in get_puzzle(puzzle, drafts=True).tiers}.items())
 
 
-def table_row(puzzle: str, path: Path) -> str:
-    grades = json.loads(path.read_text())
+def table_row(puzzle: str, *paths: Path) -> str:
+    """One workload's row over the grades of every file given (device_grading.sh writes one a step)."""
+    grades = [g for path in paths for g in json.loads(path.read_text())]
     if any(g.get("serving_pairs") for g in grades):
-        return serving_row(puzzle, path, grades)
+        return serving_row(puzzle, paths[0], grades)
     against = comparators(puzzle)
-    cells = ["", which_of(path, puzzle), str(len(grades))]
+    cells = ["", which_of(paths[0], puzzle), str(len(grades))]
     cells += [span([g["timings_ms"][vs] for g in grades], "{:.2f}") for vs, _ in against]
     cells.append(span([g["timings_ms"]["mine"] for g in grades], "{:.2f}"))
     for vs, clock in against:
@@ -122,13 +124,19 @@ def main(puzzle: str, call: str, paths: list[str]) -> None:
         header = SERVING_COLUMNS if serving else columns(puzzle)
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
-        print("\n".join(table_row(puzzle, Path(p)) for p in paths))
+        by_workload: dict[str, list[Path]] = {}
+        for p in map(Path, paths):
+            by_workload.setdefault(which_of(p, puzzle), []).append(p)
+        print("\n".join(table_row(puzzle, *files) for files in by_workload.values()))
         return
     if call == "--busy":
         call, paths = paths[0], paths[1:]
         found = [row for p in paths for row in busy_rows(puzzle, call, Path(p))]
     else:
         found = [row for p in paths for row in rows(puzzle, call, Path(p))]
+    runs: dict[str, int] = {}
+    for row in found:  # numbered a workload at a time across its files, in the order given
+        row["run"] = runs[row["which"]] = runs.get(row["which"], 0) + 1
     print("[\n" + ",\n".join(json.dumps(r) for r in found) + "\n]")
 
 

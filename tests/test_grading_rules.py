@@ -366,6 +366,29 @@ def test_the_fixture_writers_table_shows_every_comparator_the_tiers_use(tmp_path
                                          "lower bound", "tier then"]
 
 
+def test_the_fixture_writer_puts_a_workloads_files_together(tmp_path, capsys):
+    """device_grading.sh writes one file a step (NAME.json, again2/NAME.json): --table gives each workload one row
+    over all its files, and the fixture numbers a workload's grades across them."""
+    writer = fixture_writer()
+    files = []
+    for folder, low in (("", 1.27), ("again2", 1.26), ("again3", 1.28)):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        estimate = {"baseline": {"median": low + 0.02, "low": low, "high": low + 0.04, "n": 40}}
+        grade = {"run": 1, "rounds": 40, "tier": "silver", "timings_ms": {"baseline": 12.3, "mine": 9.5},
+                 "speedups": {"call": estimate, "gpu": {}}, "criteria": {"correctness": True}, "clocks": {},
+                 "stages": {"importing": 1.5}}
+        files.append(tmp_path / folder / "puzzle26_alternatives_tensor_parallel.json")
+        files[-1].write_text(json.dumps([grade]))
+    writer.main("puzzle26", "--table", [str(f) for f in files])
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert rows == ["| alternatives/tensor_parallel | 3 | 12.30-12.30 | 9.50-9.50 | 1.28-1.30x | 1.26-1.28 | silver |"]
+    writer.main("puzzle26", "a call", [str(f) for f in files])
+    found = json.loads(capsys.readouterr().out)
+    assert [(r["which"], r["run"], r["speedups"]["call"]["baseline"]["low"]) for r in found] == [
+        ("alternatives/tensor_parallel", 1, 1.27), ("alternatives/tensor_parallel", 2, 1.26),
+        ("alternatives/tensor_parallel", 3, 1.28)]
+
+
 # Issue 37's harness (every timed call checked, each call's input made only once the call before it returned) graded
 # from 2026-11-27 on; a grade before then checked one call a loop. Its done-when asks every shipped honest style
 # re-graded since, on its card: the H100, or 2 x H200 for a two-GPU puzzle.
