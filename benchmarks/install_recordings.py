@@ -5,7 +5,7 @@
 RESULTS is a device call's unpacked results (a folder per puzzle, as `measure_draft.py PUZZLE OUT/PUZZLE` writes
 them). For each puzzle: the baseline's torch metrics and trace and, for a kernel puzzle, its Nsight Compute
 export go to the puzzle's recordings/, and so does a capstone's profile of each later stage
-(h100_stageN_metrics.json); the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
+(stageN_metrics.json); the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
 (conftest.reference_ncu prefers it to an H200's; h200_PUZZLE_... where --card names an H200). recorded_on.txt,
 which names another card, is removed: the recordings are the H100's now, as study mode says by default. Pass
 --card to name another card instead.
@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = ("h100_baseline_metrics.json", "h100_baseline_trace.json.gz", "h100_baseline_ncu.csv")
+BASELINE = ("baseline_metrics.json", "baseline_trace.json.gz", "baseline_ncu.csv")
 
 
 def install(results: Path, puzzle: str, card: str | None, root: Path = ROOT) -> list[str]:
@@ -29,7 +29,7 @@ def install(results: Path, puzzle: str, card: str | None, root: Path = ROOT) -> 
     recordings.mkdir(exist_ok=True)  # a draft's first recordings
     done = []
     # A capstone's later stages: the profile of the fix that shows each (measure_draft.py's record_stages).
-    stages = sorted(path.name for path in found.glob("h100_stage*_metrics.json"))
+    stages = sorted(path.name for path in found.glob("stage*_metrics.json"))
     for name in (*BASELINE, *stages):
         if (found / name).is_file():
             shutil.copy2(found / name, recordings / name)

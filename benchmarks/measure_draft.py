@@ -7,8 +7,8 @@ reference and every alternative puzzle.toml names graded GRADES times each, then
 GRADES (default 10) is how many times the reference and each alternative are graded; in --which, NAME=N grades
 that one N times instead. Run every solution a call grades in one invocation: they share one workspace, so each
 CUDA extension is compiled once (a workspace of its own costs a grade a minute's compile and a profile). The baseline's
-torch profile is written to $OUT as h100_baseline_metrics.json and h100_baseline_trace.json.gz; a
-puzzle profiled under Nsight Compute also gets h100_baseline_ncu.csv and, its reference's,
+torch profile is written to $OUT as baseline_metrics.json and baseline_trace.json.gz; a
+puzzle profiled under Nsight Compute also gets baseline_ncu.csv and, its reference's,
 h100_reference_ncu.csv (the CPU tests' fixture of a learner's fixed kernel).
 
 Each run of benchmarks/grade_stability.py prints the speed-ups per tier comparator and writes its JSON
@@ -34,15 +34,15 @@ def record_baseline(ws, puzzle, out: Path) -> None:
     from tutor import actions
 
     outcome = actions.profile(ws, puzzle, "baseline")
-    shutil.copy2(outcome.run_dir / "metrics.json", out / "h100_baseline_metrics.json")
+    shutil.copy2(outcome.run_dir / "metrics.json", out / "baseline_metrics.json")
     opener = gzip.open if outcome.trace_path.suffix == ".gz" else open
-    with opener(outcome.trace_path, "rb") as src, gzip.open(out / "h100_baseline_trace.json.gz", "wb") as dst:
+    with opener(outcome.trace_path, "rb") as src, gzip.open(out / "baseline_trace.json.gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
 
 
 def record_stages(ws, puzzle, out: Path) -> None:
     """A capstone's later stages: the torch profile of the file that shows each ([[stages]] shown_by), run as the
-    learner's workload, as h100_stage<N>_metrics.json (dev check credits the reference answer's stage on it)."""
+    learner's workload, as stage<N>_metrics.json (dev check credits the reference answer's stage on it)."""
     from tutor.reference import stage_metrics
 
     for number, stage in enumerate(puzzle.stages, start=2):
@@ -57,7 +57,7 @@ def record_ncu(ws, puzzle, out: Path) -> None:
     from tutor import actions
 
     shutil.copy2(puzzle.solution_dir / "workload.py", ws.editable_path(puzzle, "workload.py"))
-    for which, name in (("baseline", "h100_baseline_ncu.csv"), ("mine", "h100_reference_ncu.csv")):
+    for which, name in (("baseline", "baseline_ncu.csv"), ("mine", "h100_reference_ncu.csv")):
         shutil.copy2(actions.profile(ws, puzzle, which, profiler="ncu").run_dir / "ncu.csv", out / name)
 
 

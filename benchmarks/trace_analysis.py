@@ -43,7 +43,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--trace", type=Path,
-                        default=ROOT / "challenges" / "puzzle1" / "recordings" / "h100_baseline_trace.json.gz")
+                        default=ROOT / "challenges" / "puzzle1" / "recordings" / "baseline_trace.json.gz")
     parser.add_argument("--gz", action="store_true", help="write rank-0.json.gz instead of plain JSON")
     parser.add_argument("--child", nargs=2, metavar=("TOOL", "TRACE"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -25,7 +25,7 @@ except ImportError:
 
 def recording(puzzle: str, name: str) -> Path:
     """A baseline profile recorded on the H100 and shipped in the puzzle's folder (metrics.json, trace.json.gz, ncu.csv)."""
-    return Path(__file__).parent.parent / "challenges" / puzzle / "recordings" / f"h100_baseline_{name}"
+    return Path(__file__).parent.parent / "challenges" / puzzle / "recordings" / f"baseline_{name}"
 
 
 def reference_ncu(puzzle: str) -> Path:

@@ -68,7 +68,7 @@ H100_MINE = ProfileMetrics(device="cuda", values={
     {"name": "cutlass::Kernel2", "category": "gemm", "count": 4, "total_us": 69.73, "mean_us": 17.43, "share": 0.521},
 ])
 
-# Nsight Compute's view of puzzle1's baseline on the H100 (challenges/puzzle1/recordings/h100_baseline_ncu.csv), rounded.
+# Nsight Compute's view of puzzle1's baseline on the H100 (challenges/puzzle1/recordings/baseline_ncu.csv), rounded.
 NCU_KERNEL_ROWS = [  # name, total µs, share, SM %, memory %, achieved occupancy %, registers per thread
     ("at::elementwise_kernel", 445.8, 0.349, 49.2, 63.0, 83.9, 18),
     ("at::unrolled_elementwise_kernel", 430.5, 0.337, 68.5, 34.7, 91.9, 32),

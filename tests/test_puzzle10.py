@@ -55,9 +55,9 @@ def test_its_recordings_show_one_kernel_and_one_saturated_l2_slice():
     """What the story and hints ask the learner to find: the torch profile blames one kernel and nothing
     else; Nsight Compute shows DRAM and the SMs idle while the busiest L2 slice's atomic unit is not."""
     assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
-    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "count_routes" and recorded.kernels[0]["share"] > 0.99
-    seen = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    seen = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
     assert seen["ncu.l2_atomic_busiest_pct"] > 50 > 2 > seen["ncu.l2_atomic_busy_pct"]
     assert seen["ncu.dram_throughput_pct"] < 1 and seen["ncu.sm_throughput_pct"] < 1
 
@@ -68,7 +68,7 @@ def test_the_references_kernel_evidence_is_what_the_recordings_tell_apart():
     import tomllib
 
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]
-    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values[cited]
+    baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values[cited]
     reference = ncu.extract(PUZZLE.folder.parents[1] / "tests" / "fixtures" / "h100_puzzle10_reference_ncu.csv").values[cited]
     assert baseline > 5 * reference
 

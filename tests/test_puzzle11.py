@@ -61,9 +61,9 @@ def test_its_recordings_show_one_kernel_waiting_on_the_shared_memory_pipe():
     import tomllib
 
     assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
-    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "project" and recorded.kernels[0]["share"] > 0.99
-    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
     reference = ncu.extract(reference_ncu("puzzle11")).values
     assert baseline["ncu.shared_wavefronts_per_load"] > 5 and reference["ncu.shared_wavefronts_per_load"] < 1.05
     assert baseline["ncu.shared_load_bank_conflicts"] > 1000 * reference["ncu.shared_load_bank_conflicts"]

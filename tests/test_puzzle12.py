@@ -39,7 +39,7 @@ def test_its_recordings_show_a_warp_asking_for_32_sectors_a_load():
     load against the tile's 4, L2 catching the rest, and DRAM moving no more bytes than the fixed kernel."""
     from tutor.profilers import ncu
 
-    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
     reference = ncu.extract(reference_ncu("puzzle12")).values
     assert baseline["ncu.global_load_sectors_per_request"] == 32 and reference["ncu.global_load_sectors_per_request"] == 4
     assert baseline["ncu.l2_hit_rate_pct"] > 80 and baseline["ncu.dram_bytes"] < 1.1 * reference["ncu.dram_bytes"]

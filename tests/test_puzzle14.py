@@ -123,9 +123,9 @@ def test_its_recordings_show_five_lanes_of_thirty_two_at_work():
     from tutor.metrics import ProfileMetrics
     from tutor.profilers import ncu
 
-    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "calibrate" and recorded.kernels[0]["share"] > 0.99
-    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
     reference = ncu.extract(reference_ncu("puzzle14")).values
     assert baseline["ncu.threads_per_instruction"] < 8 and reference["ncu.threads_per_instruction"] > 28
     assert baseline["ncu.sm_throughput_pct"] > 60 and baseline["ncu.dram_throughput_pct"] < 5

@@ -80,9 +80,9 @@ def test_its_recordings_show_one_wave_and_a_sliver():
     from tutor.profilers import ncu
 
     assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
-    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "project" and recorded.kernels[0]["share"] > 0.99
-    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
     reference = ncu.extract(reference_ncu("puzzle15")).values
     assert 1 < baseline["ncu.waves_per_sm"] < 1.1 and reference["ncu.waves_per_sm"] > 15
     assert baseline["ncu.sm_throughput_pct"] < 50 and baseline["ncu.dram_throughput_pct"] < 5

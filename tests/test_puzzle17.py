@@ -94,9 +94,9 @@ def test_its_recordings_show_the_keys_read_from_dram_eight_times():
     from tutor.profilers import ncu
 
     assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
-    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "scores" and recorded.kernels[0]["share"] > 0.99
-    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
     reference = ncu.extract(reference_ncu("puzzle17")).values
     assert baseline["ncu.l2_hit_rate_pct"] < 20 and reference["ncu.l2_hit_rate_pct"] > 70
     assert baseline["ncu.dram_bytes"] > 1e9 and baseline["ncu.dram_bytes"] > 6 * reference["ncu.dram_bytes"]

@@ -81,7 +81,7 @@ def test_the_h100s_profiles_count_the_partial_sums_through_dram():
     bytes to and from DRAM, and the sum that reads them back takes near a third of the GPU's time; over 8 shares the
     projection stores 8 MB, moves little more than the weights, and the sum is a sliver."""
     kernels = {which: {k["name"]: k for k in ncu.extract(path).kernels}
-               for which, path in (("baseline", PUZZLE.recordings_dir / "h100_baseline_ncu.csv"),
+               for which, path in (("baseline", PUZZLE.recordings_dir / "baseline_ncu.csv"),
                                    ("reference", reference_ncu("puzzle21")))}
     weights = 2**27
     baseline, reference = kernels["baseline"], kernels["reference"]

@@ -57,7 +57,7 @@ def test_each_stage_shows_in_the_recording_of_the_fix_before_it_and_not_before()
     from tutor.grading.stages import unmet
 
     recorded = [json.loads((PUZZLE.folder / "recordings" / name).read_text())["values"]
-                for name in ("h100_baseline_metrics.json", "h100_stage2_metrics.json", "h100_stage3_metrics.json")]
+                for name in ("baseline_metrics.json", "stage2_metrics.json", "stage3_metrics.json")]
     for number, stage in enumerate(PUZZLE.stages, start=2):
         assert unmet(stage.shows, recorded[number - 1]) == [], stage.name
         assert unmet(stage.shows, recorded[number - 2]), stage.name

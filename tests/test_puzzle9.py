@@ -47,9 +47,9 @@ def test_its_recordings_show_one_kernel_that_spills():
     import tomllib
 
     assert not PUZZLE.draft  # it ships: tests/test_dev_check.py checks its whole folder
-    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "h100_baseline_metrics.json").read_text())
+    recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "project" and recorded.kernels[0]["share"] > 0.99
-    baseline = ncu.extract(PUZZLE.recordings_dir / "h100_baseline_ncu.csv").values
+    baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
     reference = ncu.extract(FIXTURES / "h100_puzzle9_reference_ncu.csv").values
     assert baseline["ncu.spill_instructions"] > 1e8 and reference["ncu.spill_instructions"] == 0
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]

@@ -183,7 +183,7 @@ def stage_checks(puzzle) -> dict[str, tuple[str, str]]:
 
 
 def test_dev_check_credits_the_reference_answers_stages_on_the_recordings_that_show_them(tmp_path):
-    """Each later stage's recording (recordings/h100_stage<N>_metrics.json, the profile of the file that shows it):
+    """Each later stage's recording (recordings/stage<N>_metrics.json, the profile of the file that shows it):
     the reference answer's stage credited on it, the values its evidence cites read from it."""
     puzzle = staged_puzzle(tmp_path)
     with_reference_stages(puzzle, COPIES + LAUNCHES.replace("300", "1").replace("900", "1"))
@@ -201,7 +201,7 @@ def test_dev_check_names_a_missing_stage_recording_and_a_missing_reference_stage
     puzzle = staged_puzzle(tmp_path)
     with_reference_stages(puzzle, COPIES)
     checks = stage_checks(puzzle)
-    assert checks["stage 2: the copies"][0] == "failed" and "h100_stage2_metrics.json is missing" in \
+    assert checks["stage 2: the copies"][0] == "failed" and "stage2_metrics.json is missing" in \
         checks["stage 2: the copies"][1]
     assert checks["stage 3: the launches"] == ("failed", "the reference answer.toml has no [[stages]] table for it")
 
@@ -218,11 +218,11 @@ def test_the_recordings_installer_ships_each_stages_profile(tmp_path):
     root, results = tmp_path / "repo", tmp_path / "results" / "capstone"
     (root / "challenges" / "capstone").mkdir(parents=True)
     results.mkdir(parents=True)
-    for name in ("h100_baseline_metrics.json", "h100_stage2_metrics.json", "h100_stage3_metrics.json"):
+    for name in ("baseline_metrics.json", "stage2_metrics.json", "stage3_metrics.json"):
         (results / name).write_text(name)
     installer.install(results.parent, "capstone", None, root)
     shipped = sorted(p.name for p in (root / "challenges" / "capstone" / "recordings").iterdir())
-    assert shipped == ["h100_baseline_metrics.json", "h100_stage2_metrics.json", "h100_stage3_metrics.json"]
+    assert shipped == ["baseline_metrics.json", "stage2_metrics.json", "stage3_metrics.json"]
 
 
 def test_the_reference_answer_cites_each_stage_from_the_profile_of_the_file_that_shows_it(tmp_path):

@@ -116,19 +116,19 @@ def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tm
     recordings.mkdir(parents=True)
     (root / "tests" / "fixtures").mkdir(parents=True)
     (recordings / "recorded_on.txt").write_text("an H200\n")
-    (recordings / "h100_baseline_ncu.csv").write_text("the H200's\n")
+    (recordings / "baseline_ncu.csv").write_text("the H200's\n")
     (results / "puzzle11").mkdir(parents=True)
     for name in (*installer.BASELINE, "h100_reference_ncu.csv"):
         (results / "puzzle11" / name).write_text(f"new {name}\n")
     done = installer.install(results, "puzzle11", None, root)
-    assert (recordings / "h100_baseline_ncu.csv").read_text() == "new h100_baseline_ncu.csv\n"
+    assert (recordings / "baseline_ncu.csv").read_text() == "new baseline_ncu.csv\n"
     assert (root / "tests" / "fixtures" / "h100_puzzle11_reference_ncu.csv").is_file()
     assert not (recordings / "recorded_on.txt").exists() and len(done) == 5
     installer.install(results, "puzzle11", "an A100 (80 GB)", root)
     assert (recordings / "recorded_on.txt").read_text() == "an A100 (80 GB)\n"
     installer.install(results, "puzzle11", "an H200 (141 GB HBM3e)", root)  # its fixture named for its card
     assert (root / "tests" / "fixtures" / "h200_puzzle11_reference_ncu.csv").is_file()
-    with pytest.raises(SystemExit, match="no h100_baseline_metrics.json"):
+    with pytest.raises(SystemExit, match="no baseline_metrics.json"):
         installer.install(results, "puzzle12", None, root)
 
 

@@ -172,7 +172,7 @@ def test_reading_a_trace_never_imports_torch():
 def extracted_again(trace: Path) -> tuple[ProfileMetrics, dict]:
     """A shipped recording's trace extracted here, with the memory figures its metrics.json holds (the memory run
     is not in the trace), and the values that metrics.json recorded on the H100."""
-    recorded = json.loads(trace.with_name("h100_baseline_metrics.json").read_text())["values"]
+    recorded = json.loads(trace.with_name("baseline_metrics.json").read_text())["values"]
     memory = {k.removeprefix("memory."): v for k, v in recorded.items() if k.startswith("memory.")}
     return extract(trace, memory), recorded
 
@@ -191,7 +191,7 @@ def test_puzzle1_extraction_here_matches_the_h100_run(puzzle1_baseline):
         assert metrics.values[key] == pytest.approx(value, rel=1e-9), key
 
 
-RECORDED_TRACES = sorted(Path(__file__).parents[1].glob("challenges/*/recordings/h100_baseline_trace.json.gz"))
+RECORDED_TRACES = sorted(Path(__file__).parents[1].glob("challenges/*/recordings/baseline_trace.json.gz"))
 
 
 @pytest.mark.parametrize("trace", RECORDED_TRACES, ids=lambda path: path.parents[1].name)

@@ -57,7 +57,7 @@ NO_TIER = "none"
 
 # The baseline's PyTorch profile a puzzle ships in recordings/, by device: a GPU puzzle's as its machine recorded
 # it (study mode opens it), a CPU puzzle's recorded here.
-RECORDED_BASELINE = {"cuda": "h100_baseline_metrics.json", "cpu": "cpu_baseline_metrics.json"}
+RECORDED_BASELINE = {"cuda": "baseline_metrics.json", "cpu": "cpu_baseline_metrics.json"}
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class Stage:
     diagnosis: Diagnosis
     shows: tuple[str, ...] = ()  # conditions the cited profile must meet: the bottleneck is the one it shows
     # The puzzle's file (an alternative that fixes the stages before it) whose profile shows this stage: recorded
-    # as recordings/h100_stage<N>_metrics.json (benchmarks/measure_draft.py), for study mode and dev check.
+    # as recordings/stage<N>_metrics.json (benchmarks/measure_draft.py), for study mode and dev check.
     shown_by: str = ""
 
 
@@ -206,7 +206,7 @@ class Puzzle:
 
     def recorded_stage(self, number: int) -> Path:
         """Where the profile that shows later stage `number` (2, 3, ...) is recorded, as the baseline's is."""
-        return self.recordings_dir / f"h100_stage{number}_metrics.json"
+        return self.recordings_dir / f"stage{number}_metrics.json"
 
     @property
     def recorded_baseline(self) -> Path:

@@ -46,7 +46,7 @@ def recorded_profiles(puzzle: Puzzle) -> dict[str, ProfileMetrics]:
     profile, with its Nsight Compute export's metrics beside it where one was recorded there too (a
     kernel puzzle's diagnosis cites ncu.*, as study mode reads both)."""
     found = {}
-    for path in sorted(puzzle.recordings_dir.glob("*_baseline_metrics.json")):
+    for path in sorted(puzzle.recordings_dir.glob("*baseline_metrics.json")):
         profile = ProfileMetrics.from_json(path.read_text())
         ncu_csv = path.with_name(path.name.replace("_metrics.json", "_ncu.csv"))
         if ncu_csv.is_file():
@@ -183,7 +183,7 @@ def _reference_diagnosis(puzzle: Puzzle) -> Iterator[Check]:
 
 def _reference_stages(puzzle: Puzzle) -> Iterator[Check]:
     """A capstone's later stages: the reference answer's each credited on the recording of the profile that shows
-    it (recordings/h100_stage<N>_metrics.json, the values its evidence cites taken from it)."""
+    it (recordings/stage<N>_metrics.json, the values its evidence cites taken from it)."""
     for number, stage, named, name in stages.later_stages(puzzle, read_answer(puzzle.solution_dir / "answer.toml")):
         recorded = puzzle.recorded_stage(number)
         if named is None:

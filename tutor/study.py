@@ -24,8 +24,8 @@ from tutor.progress import Progress
 from tutor.workspace import Workspace
 
 # What each profiler's recording is, in a puzzle's recordings/ folder.
-RECORDED = {"torch": RECORDED_BASELINE["cuda"], "ncu": "h100_baseline_ncu.csv"}
-TRACE = "h100_baseline_trace.json.gz"
+RECORDED = {"torch": RECORDED_BASELINE["cuda"], "ncu": "baseline_ncu.csv"}
+TRACE = "baseline_trace.json.gz"
 RECORDED_ON = "an H100 (80 GB HBM3), torch 2.11 with CUDA 13.0"
 # A recording made on another card says so in this file of its recordings/ folder (one line, as RECORDED_ON).
 RECORDED_ON_FILE = "recorded_on.txt"
@@ -93,7 +93,7 @@ def grade_diagnosis(ws: Workspace, puzzle: Puzzle) -> Verdict:
 
 def recorded_stages(ws: Workspace, puzzle: Puzzle) -> list[Criterion]:
     """A capstone's later stages, each checked against the recording of the profile that shows it (the fix of the
-    stages before it, run on the puzzle's machine: recordings/h100_stage<N>_metrics.json) in place of the
+    stages before it, run on the puzzle's machine: recordings/stage<N>_metrics.json) in place of the
     learner's own: every stage named right makes the capstone diagnosed."""
     answer = readable_answer(ws.editable_path(puzzle, "answer.toml"))  # None: the first stage's criterion says why
     found = []
