@@ -33,6 +33,9 @@ def test_a_machine_without_a_gpu_is_ready_for_what_it_can_run_and_points_gpu_puz
     assert report.ok and states["puzzle0"].state == "ok"
     for pid in ("puzzle1", "puzzle2", "puzzle3"):
         assert states[pid].state == "note" and f"infprof-tutor study {pid}" in states[pid].fix
+    # Each names the card its recordings came from: the H100's, or the one its recorded_on.txt names.
+    assert states["puzzle1"].fix.endswith("as profiled on an H100 (80 GB HBM3).")
+    assert states["puzzle26"].fix.endswith("as profiled on two H200s (141 GB HBM3e each) over NVLink.")
     assert "CPU-only build" in findings(report)["PyTorch"].detail and findings(report)["PyTorch"].state == "ok"
     assert findings(report)["GPU"].state == "note"
 

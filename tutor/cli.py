@@ -93,7 +93,7 @@ def cmd_profile(args) -> int:
 
 
 def cmd_study(args) -> int:
-    """Without the GPU: the baseline as profiled on the H100, and a grade of your diagnosis against it."""
+    """Without the GPU: the baseline as profiled on the puzzle's GPU, and a grade of your diagnosis against it."""
     from tutor.catalog import get_puzzle
     from tutor.cli_views import diagnosis_view, how_to_open, metrics_view
     from tutor.study import grade_diagnosis, recorded_on, study
@@ -334,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                               ("hint", cmd_hint, "reveal the next hint"),
                               ("review", cmd_review, "good solutions beside yours, once you have a tier"),
                               ("reset", cmd_reset, "restore a puzzle's files (keeps .bak copies)"),
-                              ("study", cmd_study, "no GPU? the baseline as profiled on the H100, and --check "
+                              ("study", cmd_study, "no GPU? the baseline as profiled on its GPU, and --check "
                                                    "grades your diagnosis against it"),
                               ("profile", cmd_profile, "profile a workload and show its metrics")):
         p = sub.add_parser(name, help=help_)

@@ -207,6 +207,8 @@ def puzzle_state(check: PuzzleCheck) -> Finding:
     if check.ready.ok:
         return Finding(p.id, "ok", "ready")
     if not check.could_run:
+        from tutor.study import recorded_card
+
         return Finding(p.id, "note", f"needs {p.hardware.needs()}: not this machine",
-                       f"`infprof-tutor study {p.id}` opens its baseline as profiled on the H100.")
+                       f"`infprof-tutor study {p.id}` opens its baseline as profiled on {recorded_card(p)}.")
     return Finding(p.id, "problem", check.ready.label, check.ready.why)

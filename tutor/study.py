@@ -1,4 +1,4 @@
-"""Study mode: a GPU puzzle's baseline as it was profiled on the H100, for a learner without that GPU.
+"""Study mode: a GPU puzzle's baseline as it was profiled on its GPU, for a learner without that GPU.
 
 The puzzle's recordings/ folder ships the baseline's metrics, its PyTorch-profiler trace and (where the
 puzzle uses Nsight Compute) ncu's CSV. `study` opens one as if the learner had profiled: the same
@@ -35,6 +35,11 @@ def recorded_on(puzzle: Puzzle) -> str:
     """The card and software the puzzle's recordings came from: the H100's unless its folder names another."""
     named = puzzle.recordings_dir / RECORDED_ON_FILE
     return named.read_text().strip() if named.is_file() else RECORDED_ON
+
+
+def recorded_card(puzzle: Puzzle) -> str:
+    """The card alone, as a sentence names it ("an H100 (80 GB HBM3)"): `recorded_on`'s words before its first comma."""
+    return recorded_on(puzzle).split(", ")[0]
 
 
 def recorded_profilers(puzzle: Puzzle) -> list[str]:

@@ -41,7 +41,7 @@ def puzzle_commands(screen: PuzzleScreen) -> Iterable[SystemCommand]:
     for name in screen.puzzle.editable:
         yield SystemCommand(f"Edit {name}", f"open {p}/{name} in $EDITOR", lambda n=name: screen.action_edit(n))
     yield SystemCommand("Results", "verdict, metrics, kernels, history (r)", screen.action_results)
-    yield SystemCommand("Study mode", "no GPU? open the baseline as profiled on the H100, then check your "
+    yield SystemCommand("Study mode", "no GPU? open the baseline as profiled on its GPU, then check your "
                         "diagnosis against it (s)", screen.action_study)
     yield SystemCommand("Review", "the reference and honest alternatives beside your code, once solved (v)",
                         screen.action_review)

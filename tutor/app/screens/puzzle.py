@@ -47,7 +47,7 @@ class PuzzleScreen(Screen):
         Binding("w", "toggle_watch", "Watch", tooltip="watch mode: every save re-checks (not a grade)"),
         Binding("h", "hint", "Hint", tooltip="reveal the next hint (recorded)"),
         Binding("s", "study", "Study", show=False,
-                tooltip="no GPU? the baseline as profiled on the H100; s again checks your diagnosis against it"),
+                tooltip="no GPU? the baseline as profiled on its GPU; s again checks your diagnosis against it"),
         Binding("v", "review", "Review", show=False,
                 tooltip="good solutions beside yours: once you have a tier, or after every hint"),
         Binding("e", "edit", "Edit", tooltip="open the highlighted file in $EDITOR (enter does too)"),
@@ -294,15 +294,15 @@ class PuzzleScreen(Screen):
     def action_study(self) -> None:
         """Open the puzzle's recordings as the baseline's profiles; once done, check the diagnosis against them."""
         from tutor.errors import TutorError
-        from tutor.study import grade_diagnosis, recorded_profilers, study
+        from tutor.study import grade_diagnosis, recorded_card, recorded_profilers, study
 
         try:
             opened = self.ws.runs_dir.glob(f"*-{self.puzzle.id}-study-*")
             if not any(opened):
                 for profiler in recorded_profilers(self.puzzle):
                     study(self.ws, self.puzzle, profiler)
-                self.notify("The baseline as profiled on the H100 is in Results (r). Write answer.toml, "
-                            "then s checks your diagnosis against it.", title="Study mode")
+                self.notify(f"The baseline as profiled on {recorded_card(self.puzzle)} is in Results (r). Write "
+                            "answer.toml, then s checks your diagnosis against it.", title="Study mode")
                 return
             criterion = grade_diagnosis(self.ws, self.puzzle).criteria[0]
         except TutorError as e:
