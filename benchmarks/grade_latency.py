@@ -127,7 +127,7 @@ def measure(puzzle_id: str, args) -> dict | None:
     print(f"{puzzle_id}: profile baseline (and install the reference) {time.monotonic() - t0:.1f} s "
           "(not counted)", flush=True)
     grades, checks, kept = [], [], []
-    keeper = start_keeper(ws, puzzle) if args.watch and not puzzle.serving else None
+    keeper = start_keeper(ws, puzzle) if args.watch and not puzzle.no_quick_check else None
     if keeper:  # the session's first check prepares the ruler it keeps: what watch mode's first save costs
         stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event, keeper=keeper))
         print(f"  a watch session's first check: {stages['total']:.2f} s, kept={checked.kept_ruler}", flush=True)
@@ -135,8 +135,8 @@ def measure(puzzle_id: str, args) -> dict | None:
         stages, verdict = timed(lambda on_event: actions.grade(ws, puzzle, on_event))
         grades.append(stages)
         print(f"  grade {i + 1}: {stages['total']:.2f} s, tier={verdict.tier or 'none'}", flush=True)
-        if puzzle.serving:
-            continue  # a serving puzzle has no quick check: its server is judged over whole replays
+        if puzzle.no_quick_check:
+            continue  # a serving puzzle's server is judged over whole replays
         stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event))
         checks.append(stages)
         print(f"  quick check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)

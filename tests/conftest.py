@@ -24,7 +24,8 @@ except ImportError:
 
 
 def recording(puzzle: str, name: str) -> Path:
-    """A baseline profile recorded on the H100 and shipped in the puzzle's folder (metrics.json, trace.json.gz, ncu.csv)."""
+    """A baseline profile recorded on the puzzle's card and shipped in its folder (metrics.json, trace.json.gz,
+    ncu.csv; recorded_on.txt names the card where it is not the H100)."""
     return Path(__file__).parent.parent / "challenges" / puzzle / "recordings" / f"baseline_{name}"
 
 

@@ -105,7 +105,7 @@ def watch_keeper(ws: Workspace, puzzle: Puzzle) -> RulerKeeper | None:
     with this process."""
     if warm_mode() == "off" or os.environ.get("INFPROF_KEEP_RULER") == "0":
         return None
-    if puzzle.serving or puzzle.hardware.gpus > 1:
+    if puzzle.no_quick_check or puzzle.hardware.gpus > 1:
         return None
     keeper = RulerKeeper.for_puzzle(ws.root, puzzle.id)
     keeper.start(owner=os.getpid())

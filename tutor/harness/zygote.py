@@ -308,6 +308,7 @@ class Zygote(OwnedServer):
                 conn.close()
             self.last_active = time.monotonic()
 
+
 class BareFd:
     """A bare fd with close(), so the child can drop it with the sockets."""
 
