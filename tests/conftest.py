@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import textwrap
 from pathlib import Path
@@ -122,6 +123,47 @@ def memory_unread(spec, weights: dict) -> dict:
     mix = weights["mix"].clone()
     mix[:, :spec.HIDDEN] = 0
     return {**weights, "mix": mix}
+
+
+@contextlib.contextmanager
+def exact_bf16_products():
+    """Every bf16 matrix product of this process's own torch work on the CPU made in float64, where its sums are
+    exact whatever their order, and rounded to bf16. torch's own kernel on a CPU without bf16 units (AVX2) sums in
+    float32 and rounds at the end: the same product within a rounding step (2 elements of 19200 one apart in a
+    64x512 by 512x300 product), 2-20 times sooner (64x1024 by 1024x1024: 147 ms in torch's own, 14 ms with the
+    second transposed, 6.5 ms so)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    # matmul and linear too: with an nn.Parameter among the arguments they reach the mode undecomposed
+    products = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default, aten.mv.default,
+                aten.addmv.default, aten.matmul.default, aten.linear.default}
+
+    class ExactProducts(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            if func in products and tensors and all(t.dtype == torch.bfloat16 and t.device.type == "cpu"
+                                                    for t in tensors):
+                wide = [a.double() if isinstance(a, torch.Tensor) else a for a in args]
+                return func(*wide, **(kwargs or {})).to(torch.bfloat16)
+            return func(*args, **(kwargs or {}))
+
+    with ExactProducts():
+        yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bf16_products_exact(request):
+    """In a module marked `bf16_products_exact`, module-wide (its fixtures compute as its tests do): the products
+    of `exact_bf16_products`. For the tests of a scene's properties at a CPU's sizes, whose time was mostly such
+    products; a harness run is never changed. Not where a module's steps are many small products (puzzle18's, 23's,
+    27's): the mode's Python call an operation costs more there than it saves."""
+    if request.node.get_closest_marker("bf16_products_exact") is None:
+        yield
+        return
+    with exact_bf16_products():
+        yield
 
 
 def relative_l2(got, expected) -> float:

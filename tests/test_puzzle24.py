@@ -17,6 +17,8 @@ from conftest import (assert_each_cheat_refused, graded_counts, harness_check, p
 from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 
+pytestmark = pytest.mark.bf16_products_exact  # its scene's bf16 products, sooner (tests/conftest.py)
+
 PUZZLE = get_puzzle("puzzle24", drafts=True)
 # The tower at a CPU's sizes: sums half the scene's length (bf16's error grows with it; the GPU test has the full one).
 SMALL = {"BATCH": 64, "FEATURES": 2048, "HIDDEN": 2048, "SCORES": 256}

@@ -14,6 +14,8 @@ import torch
 from conftest import decode_with_memory, memory_unread, puzzle_file
 from tutor.catalog import get_puzzle
 
+pytestmark = pytest.mark.bf16_products_exact  # its scene's bf16 products, sooner (tests/conftest.py)
+
 PUZZLE = get_puzzle("puzzle4")
 TOLERANCE = PUZZLE.correctness.max_rel_l2
 

@@ -16,6 +16,8 @@ from conftest import decode_with_memory, memory_unread, puzzle_file, relative_l2
 from tutor.catalog import get_puzzle
 from tutor.metrics import ProfileMetrics
 
+pytestmark = pytest.mark.bf16_products_exact  # its scene's bf16 products, sooner (tests/conftest.py)
+
 PUZZLE = get_puzzle("puzzle8")
 TOLERANCE = PUZZLE.correctness.max_rel_l2
 NARROW = {"HIDDEN": 256, "FFN": 1024}  # a quarter of the width: the same ring, words and prompts, a CPU's share

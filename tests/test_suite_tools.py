@@ -1,5 +1,6 @@
 """The suite's own tools: the order it hands its tests out in (tests/conftest.py: the tests marked `first`, the
-wheel's install, ahead of every other) and the plugin that counts each test's CPU (benchmarks/suite_cpu.py)."""
+wheel's install, ahead of every other), the plugin that counts each test's CPU (benchmarks/suite_cpu.py) and the
+bf16 products the scene tests make in float64 (conftest.exact_bf16_products)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,24 @@ def test_grade_latency_sums_a_serving_grades_replays_by_side():
                     *["replaying, the puzzle's workloads", "replaying, your workload"] * 2]
     assert latency.stage_row("preparing", "baseline") == "preparing baseline"
     assert latency.stage_row("timing", "40 interleaved rounds") == "timing"
+
+
+def test_exact_bf16_products_are_torchs_within_a_rounding_step_and_alike_whatever_the_path():
+    """conftest.exact_bf16_products: a product, a fused one and one through an nn.Parameter's matmul each within a
+    bf16 rounding step of torch's own, and bitwise alike between the paths that torch's own makes alike."""
+    import torch
+
+    from conftest import exact_bf16_products
+
+    gen = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randn(shape, generator=gen).bfloat16() for shape in ((64, 512), (300, 512), (64, 300)))
+    weight = torch.nn.Parameter(b, requires_grad=False)
+    own = (a @ b.T, torch.addmm(c, a, b.T), a @ weight.T, torch.nn.functional.linear(a, b))
+    with exact_bf16_products():
+        exact = (a @ b.T, torch.addmm(c, a, b.T), a @ weight.T, torch.nn.functional.linear(a, b))
+    for mine, theirs in zip(exact, own):
+        assert mine.dtype == torch.bfloat16
+        step = theirs.float().abs() * 2 ** -7 + 1e-30  # one bf16 rounding step, at the most
+        assert ((mine.float() - theirs.float()).abs() <= step).all()
+    assert torch.equal(exact[0], exact[2]) and torch.equal(exact[0], exact[3]) and torch.equal(own[0], own[2])
+    assert not torch.equal(exact[0], own[0])  # the mode did make them: a few elements a step apart
