@@ -64,4 +64,8 @@ def test_exact_bf16_products_are_torchs_within_a_rounding_step_and_alike_whateve
         step = theirs.float().abs() * 2 ** -7 + 1e-30  # one bf16 rounding step, at the most
         assert ((mine.float() - theirs.float()).abs() <= step).all()
     assert torch.equal(exact[0], exact[2]) and torch.equal(exact[0], exact[3]) and torch.equal(own[0], own[2])
-    assert not torch.equal(exact[0], own[0])  # the mode did make them: a few elements a step apart
+    # The mode did make them: 2**24 + 1 - 2**24 is 1 summed exactly, 0 in float32 (2**24 + 1 rounds to 2**24).
+    x, y = torch.tensor([[2.0 ** 24, 1.0, -2.0 ** 24]]).bfloat16(), torch.ones(3, 1).bfloat16()
+    with exact_bf16_products():
+        assert float(x @ y) == 1.0
+    assert float(x @ y) == 0.0
