@@ -127,27 +127,28 @@ def memory_unread(spec, weights: dict) -> dict:
 
 @contextlib.contextmanager
 def exact_bf16_products():
-    """Every bf16 matrix product of this process's own torch work on the CPU made in float64, where its sums are
-    exact whatever their order, and rounded to bf16. torch's own kernel on a CPU without bf16 units (AVX2) sums in
-    float32 and rounds at the end: the same product within a rounding step (2 elements of 19200 one apart in a
-    64x512 by 512x300 product), 2-20 times sooner (64x1024 by 1024x1024: 147 ms in torch's own, 14 ms with the
-    second transposed, 6.5 ms so)."""
+    """Every bf16 matrix product this process's own torch code asks for on the CPU (@, matmul, mm, addmm, bmm,
+    baddbmm, mv, addmv, F.linear) made in float64, where its sums are exact whatever their order, and rounded to bf16.
+    torch's own kernel on a CPU without bf16 units (AVX2) sums in float32 and rounds at the end: the same product
+    within a rounding step (2 elements of 19200 one apart in a 64x512 by 512x300 product), 2-20 times sooner
+    (64x1024 by 1024x1024: 147 ms in torch's own, 14 ms with the second transposed, 6.5 ms so). Caught where the code
+    calls them (a TorchFunctionMode), so a product autocast lowers to bf16 stays torch's own."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.overrides import TorchFunctionMode
 
-    aten = torch.ops.aten
-    # matmul and linear too: with an nn.Parameter among the arguments they reach the mode undecomposed
-    products = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default, aten.mv.default,
-                aten.addmv.default, aten.matmul.default, aten.linear.default}
+    T, F = torch.Tensor, torch.nn.functional
+    products = {torch.matmul, T.__matmul__, T.__rmatmul__, T.matmul, torch.mm, T.mm, torch.addmm, T.addmm, torch.bmm,
+                T.bmm, torch.baddbmm, T.baddbmm, torch.mv, T.mv, torch.addmv, T.addmv, F.linear}
 
-    class ExactProducts(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    class ExactProducts(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            if func in products and tensors and all(t.dtype == torch.bfloat16 and t.device.type == "cpu"
-                                                    for t in tensors):
+            if func in products and "out" not in kwargs and tensors and all(
+                    t.dtype == torch.bfloat16 and t.device.type == "cpu" for t in tensors):
                 wide = [a.double() if isinstance(a, torch.Tensor) else a for a in args]
-                return func(*wide, **(kwargs or {})).to(torch.bfloat16)
-            return func(*args, **(kwargs or {}))
+                return func(*wide, **kwargs).to(torch.bfloat16)
+            return func(*args, **kwargs)
 
     with ExactProducts():
         yield
@@ -157,9 +158,9 @@ def exact_bf16_products():
 def bf16_products_exact(request):
     """In a module marked `bf16_products_exact`, module-wide (its fixtures compute as its tests do): the products
     of `exact_bf16_products`. For the tests of a scene's properties at a CPU's sizes, whose time was mostly such
-    products; a harness run is never changed. Not where a module's steps are many small products (puzzle18's, 23's,
-    27's): the mode's Python call an operation costs more there than it saves. Nor where CUDA is: the module's GPU
-    tests run styles whose tensor subclasses (torchao's, attention's biases) a dispatch mode breaks."""
+    products; a harness run is never changed. Not where a module's steps are many small products (puzzle18's and
+    27's): the mode's Python call a product costs more there than it saves. Nor where CUDA is: there the module's
+    GPU tests run their styles as a learner's code runs, with no mode around them."""
     if request.node.get_closest_marker("bf16_products_exact") is None or HAS_CUDA:
         yield
         return

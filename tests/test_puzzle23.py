@@ -19,6 +19,8 @@ from conftest import (assert_each_cheat_refused, graded_counts, harness_check, p
 from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 
+pytestmark = pytest.mark.bf16_products_exact  # its scene's bf16 products, sooner (tests/conftest.py)
+
 PUZZLE = get_puzzle("puzzle23", drafts=True)
 # The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
 SMALL = {"HIDDEN": 256, "FFN": 512, "HEAD": 8, "KV": 64, "SHORTEST": 16, "LONGEST": 200, "CHUNK": 32}

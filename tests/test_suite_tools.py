@@ -47,7 +47,7 @@ def test_grade_latency_sums_a_serving_grades_replays_by_side():
 
 
 def test_exact_bf16_products_are_torchs_within_a_rounding_step_and_alike_whatever_the_path():
-    """conftest.exact_bf16_products: a product, a fused one and one through an nn.Parameter's matmul each within a
+    """conftest.exact_bf16_products: a product, a fused one, one with an nn.Parameter and F.linear's each within a
     bf16 rounding step of torch's own, and bitwise alike between the paths that torch's own makes alike."""
     import torch
 
