@@ -143,11 +143,11 @@ def exact_bf16_products():
     class ExactProducts(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            if func in products and "out" not in kwargs and tensors and all(
-                    t.dtype == torch.bfloat16 and t.device.type == "cpu" for t in tensors):
-                wide = [a.double() if isinstance(a, torch.Tensor) else a for a in args]
-                return func(*wide, **kwargs).to(torch.bfloat16)
+            if func in products and "out" not in kwargs:  # every other torch call passes straight through
+                tensors = [a for a in args if isinstance(a, torch.Tensor)]
+                if tensors and all(t.dtype == torch.bfloat16 and t.device.type == "cpu" for t in tensors):
+                    wide = [a.double() if isinstance(a, torch.Tensor) else a for a in args]
+                    return func(*wide, **kwargs).to(torch.bfloat16)
             return func(*args, **kwargs)
 
     with ExactProducts():
