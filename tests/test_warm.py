@@ -269,6 +269,17 @@ def test_a_warm_harness_that_closes_as_it_is_found_is_started_again(monkeypatch)
             os.killpg(int(harness.log_path.with_suffix(".pid").read_text()), signal.SIGKILL)
 
 
+def test_the_warm_harness_preloads_the_libraries_of_cuda_puzzles_where_torch_can_run_them(warm):
+    """Dynamo and Inductor, which GPU puzzles' runs import, preloaded where torch is a CUDA or ROCm build; a CPU
+    build's runs, a CPU puzzle's, import them only where learner code compiles (tutor.harness.zygote)."""
+    import torch
+
+    from tutor.harness.zygote import HARNESS
+    preloaded = warm.ask("status")["preloaded"]
+    assert preloaded[0] == "torch" and preloaded[-len(HARNESS):] == list(HARNESS)
+    assert ("torch._dynamo" in preloaded) == bool(torch.version.cuda or torch.version.hip), preloaded
+
+
 @pytest.mark.gpu
 def test_a_run_forked_by_the_warm_harness_uses_the_gpu(warm, make_request, tmp_path):
     """The warm harness never touched CUDA: its children create their own context, as a cold run does."""
