@@ -421,6 +421,11 @@ async def test_m_shows_what_this_machine_has_as_doctor_says_it(workspace):
 
 
 async def test_cancel_kills_the_workload_process(workspace):
+    # A workload that never returns: the cancel, not the grade's own end, must be what stops the run (a grade of
+    # the small puzzle0 forked warm could end before the key press reached the screen).
+    (workspace.root / "puzzle0" / "workload.py").write_text("import time\ndef prepare(weights, device):\n"
+                                                             "    return weights\ndef forward(state, x):\n"
+                                                             "    time.sleep(3600)\n")
     async with puzzle_open(workspace) as (pilot, screen):
         await pilot.press("g")
         await wait_until(pilot, lambda: harness_started(screen), RUN_TIMEOUT_S)
