@@ -23,11 +23,13 @@ run: $(STAMP)
 # cold, as without one.
 COLD_TESTS := tests/test_anticheat.py,tests/test_comparators_out_of_reach.py,tests/test_runner.py,tests/test_quick_check.py,tests/test_also_cold.py
 
-# Two test processes a core (pytest-xdist): half of the suite's time is waiting, on its runs' subprocesses and on
-# the time limits its tests reach on purpose. Two tests handed out at a time (--maxschedchunk): in xdist's larger
-# first batches one process was left with a file of 10-second tests while the others ran dry (its last test
-# ended 35-42 s after theirs; 2-7 s with two).
-TEST_WORKERS ?= 4
+# Three test processes on two cores (pytest-xdist): some of a test's time is waiting, on its runs' subprocesses and
+# on the time limits its tests reach on purpose, and both cores stay busy; a fourth process kept them no busier and
+# made the suite 6% more CPU (on a fresh clone of 33ad7c3: 618 core-seconds of the machine, 5 min 12 s, against 577-580
+# and 5 min 2-4 s with three). Two tests handed out at a time (--maxschedchunk): in xdist's larger first batches
+# one process was left with a file of 10-second tests while the others ran dry (its last test ended 35-42 s after
+# theirs; 2-7 s with two).
+TEST_WORKERS ?= 3
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxschedchunk 2 --warm-when-ready --also-cold $(COLD_TESTS)
