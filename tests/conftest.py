@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import textwrap
 from pathlib import Path
@@ -12,16 +13,22 @@ import pytest
 # One thread a process for every process the tests start too (a sweep, a workload, a rank): torch's default of a
 # thread a core put two threads beside each of make test's two processes a core, and each ran slower for it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-try:
-    import torch  # noqa: F401  (only to decide whether GPU tests can run)
-    # device_count asks NVML; is_available asks the CUDA driver, after which a forked child can never use CUDA
-    # (torch poisons fork), and the rank-group tests fork their ranks from this process.
-    HAS_CUDA = torch.cuda.device_count() > 0
-    # One thread a test process: make test runs two processes a core, and the tests' own torch work (a scene
+
+
+@functools.cache
+def has_cuda() -> bool:
+    """Whether GPU tests can run here. torch is imported at the first ask, by a process that collects tests: the
+    xdist controller, which runs none, never imports it (2 s of CPU here, before its test processes start)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    # One thread a test process: make test runs more processes than cores, and the tests' own torch work (a scene
     # decoded on the CPU) ran two threads each beside them. The harness's runs set their own.
     torch.set_num_threads(1)
-except ImportError:
-    HAS_CUDA = False
+    # device_count asks NVML; is_available asks the CUDA driver, after which a forked child can never use CUDA
+    # (torch poisons fork), and the rank-group tests fork their ranks from this process.
+    return torch.cuda.device_count() > 0
 
 
 def recording(puzzle: str, name: str) -> Path:
@@ -161,7 +168,7 @@ def bf16_products_exact(request):
     products; a harness run is never changed. Not where a module's steps are many small products (puzzle18's and
     27's): the mode's Python call a product costs more there than it saves. Nor where CUDA is: there the module's
     GPU tests run their styles as a learner's code runs, with no mode around them."""
-    if request.node.get_closest_marker("bf16_products_exact") is None or HAS_CUDA:
+    if request.node.get_closest_marker("bf16_products_exact") is None or has_cuda():
         yield
         return
     with exact_bf16_products():
@@ -348,8 +355,9 @@ def own_warm_harness(folder: str):
 
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    cuda = has_cuda()  # before any test: it sets this process's torch threads too
     for item in items:
-        if "gpu" in item.keywords and not HAS_CUDA:
+        if "gpu" in item.keywords and not cuda:
             item.add_marker(skip)
     # The `first` tests ahead of the rest, in order otherwise (a stable sort; every xdist worker sorts alike): the
     # wheel's install, 35 s of one process, was the suite's last test, the other processes done 20-30 s before it.

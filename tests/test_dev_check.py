@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import HAS_CUDA
+from conftest import has_cuda
 from tutor.catalog import all_puzzles, get_puzzle, load_puzzle
 from tutor.cli import main
 from tutor.dev_check import run_checks, static_checks
@@ -79,7 +79,7 @@ def test_the_starter_fails_to_grade_here(small_puzzle0):
     assert starter.detail.startswith("tier none")
 
 
-@pytest.mark.skipif(HAS_CUDA, reason="on a GPU machine these grade for real")
+@pytest.mark.skipif(has_cuda(), reason="on a GPU machine these grade for real")
 def test_gpu_puzzles_are_skipped_here_with_the_reason():
     checks = list(run_checks(get_puzzle("puzzle1")))
     assert [c.name for c in checks] == ["starter fails", "reference reaches gold", "compiled_fp8_gemv reaches silver",
