@@ -1,0 +1,75 @@
+"""How long the README's test command takes on a fresh clone: wall time and the whole machine's CPU.
+
+    python3 benchmarks/suite_time.py [--repeat N] [--commit REF] [--json]
+
+Clones this repository (its committed HEAD, or REF) into a temporary folder, links this checkout's .venv into it
+(the set-up is not what is timed; `make .venv/.installed` first), runs `make test` there and reads the machine's
+busy time around it from /proc/stat (user, nice, system, irq and softirq of every core: the runs the suite forks
+count too, wherever they run). Run nothing else meanwhile: whatever else the machine does counts. Linux only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def busy_seconds() -> float:
+    """Core-seconds the whole machine has been busy since boot."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    return sum(fields[i] for i in (0, 1, 2, 5, 6)) / CLOCK_TICKS
+
+
+def time_once(commit: str) -> dict:
+    venv = ROOT / ".venv"
+    if not (venv / ".installed").exists():
+        raise SystemExit("no .venv here: run `make .venv/.installed` first")
+    with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
+        clone = Path(tmp) / "clone"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
+        (clone / ".venv").symlink_to(venv)
+        (venv / ".installed").touch()  # newer than the clone's pyproject.toml: make installs nothing
+        busy, start = busy_seconds(), time.monotonic()
+        done = subprocess.run(["make", "test"], cwd=clone, capture_output=True, text=True)
+        wall, cpu = time.monotonic() - start, busy_seconds() - busy
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True,
+                              text=True).stdout.strip()
+    summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)),
+                   "no summary")
+    return {"commit": head, "exit": done.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu),
+            "summary": summary.strip("= "), "cores": os.cpu_count()}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--commit", default="HEAD")
+    parser.add_argument("--json", action="store_true", help="one JSON object a run")
+    args = parser.parse_args(argv)
+    failed = False
+    for _ in range(args.repeat):
+        run = time_once(args.commit)
+        failed |= run["exit"] != 0
+        if args.json:
+            print(json.dumps(run), flush=True)
+        else:
+            minutes, seconds = divmod(run["wall_s"], 60)
+            print(f"{run['commit']}: {minutes:.0f} min {seconds:.0f} s, {run['machine_cpu_s']} core-seconds of the "
+                  f"machine ({run['cores']} cores): {run['summary']}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
