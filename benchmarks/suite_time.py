@@ -1,11 +1,13 @@
 """How long the README's test command takes on a fresh clone: wall time and the whole machine's CPU.
 
-    python3 benchmarks/suite_time.py [--repeat N] [--commit REF] [--json]
+    python3 benchmarks/suite_time.py [--repeat N] [--commit REF] [--keep-cache] [--json]
 
 Clones this repository (its committed HEAD, or REF) into a temporary folder, links this checkout's .venv into it
-(the set-up is not what is timed; `make .venv/.installed` first), runs `make test` there and reads the machine's
-busy time around it from /proc/stat (user, nice, system, irq and softirq of every core: the runs the suite forks
-count too, wherever they run). Run nothing else meanwhile: whatever else the machine does counts. Linux only.
+(the set-up is not what is timed; `make .venv/.installed` first), runs `make test` there with an empty user cache
+folder, as on a fresh machine such as CI's (XDG_CACHE_HOME: the bytecode the harness keeps, tutor.warm; --keep-cache
+uses this user's), and reads the machine's busy time around it from /proc/stat (user, nice, system, irq and softirq
+of every core: the runs the suite forks count too, wherever they run). Run nothing else meanwhile: whatever else
+the machine does counts. Linux only.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def busy_seconds() -> float:
     return sum(fields[i] for i in (0, 1, 2, 5, 6)) / CLOCK_TICKS
 
 
-def time_once(commit: str) -> dict:
+def time_once(commit: str, keep_cache: bool) -> dict:
     venv = ROOT / ".venv"
     if not (venv / ".installed").exists():
         raise SystemExit("no .venv here: run `make .venv/.installed` first")
@@ -41,33 +43,38 @@ def time_once(commit: str) -> dict:
         subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
         (clone / ".venv").symlink_to(venv)
         (venv / ".installed").touch()  # newer than the clone's pyproject.toml: make installs nothing
+        env = dict(os.environ)
+        if not keep_cache:
+            env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
         busy, start = busy_seconds(), time.monotonic()
-        done = subprocess.run(["make", "test"], cwd=clone, capture_output=True, text=True)
+        done = subprocess.run(["make", "test"], cwd=clone, env=env, capture_output=True, text=True)
         wall, cpu = time.monotonic() - start, busy_seconds() - busy
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True,
                               text=True).stdout.strip()
     summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)),
                    "no summary")
     return {"commit": head, "exit": done.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu),
-            "summary": summary.strip("= "), "cores": os.cpu_count()}
+            "summary": summary.strip("= "), "cores": os.cpu_count(), "fresh_cache": not keep_cache}
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--commit", default="HEAD")
+    parser.add_argument("--keep-cache", action="store_true", help="this user's cache folder, not an empty one")
     parser.add_argument("--json", action="store_true", help="one JSON object a run")
     args = parser.parse_args(argv)
     failed = False
     for _ in range(args.repeat):
-        run = time_once(args.commit)
+        run = time_once(args.commit, args.keep_cache)
         failed |= run["exit"] != 0
         if args.json:
             print(json.dumps(run), flush=True)
         else:
             minutes, seconds = divmod(run["wall_s"], 60)
+            cache = "an empty cache folder" if run["fresh_cache"] else "this user's cache folder"
             print(f"{run['commit']}: {minutes:.0f} min {seconds:.0f} s, {run['machine_cpu_s']} core-seconds of the "
-                  f"machine ({run['cores']} cores): {run['summary']}", flush=True)
+                  f"machine ({run['cores']} cores), {cache}: {run['summary']}", flush=True)
     return 1 if failed else 0
 
 
