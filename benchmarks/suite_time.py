@@ -1,6 +1,6 @@
 """How long the README's test command takes on a fresh clone: wall time and the whole machine's CPU.
 
-    python3 benchmarks/suite_time.py [--repeat N] [--commit REF] [--keep-cache] [--json]
+    .venv/bin/python benchmarks/suite_time.py [--repeat N] [--commit REF] [--keep-cache] [--json]
 
 Clones this repository (its committed HEAD, or REF) into a temporary folder, links this checkout's .venv into it
 (the set-up is not what is timed; `make .venv/.installed` first), runs `make test` there with an empty user cache
@@ -22,15 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suite_cpu import busy_seconds  # noqa: E402 - the machine's busy time, read as the per-test plugin reads it
+
 ROOT = Path(__file__).resolve().parent.parent
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def busy_seconds() -> float:
-    """Core-seconds the whole machine has been busy since boot."""
-    with open("/proc/stat") as stat:
-        fields = [int(v) for v in stat.readline().split()[1:]]
-    return sum(fields[i] for i in (0, 1, 2, 5, 6)) / CLOCK_TICKS
+def summary_line(output: str) -> str:
+    """pytest's last line of counts ("1570 passed, 224 skipped in 298.40s"), without its = rulers."""
+    counted = [line for line in output.splitlines() if re.search(r"\d+ (passed|failed|errors?)\b", line)]
+    return counted[-1].strip("= ") if counted else "no summary"
 
 
 def time_once(commit: str, keep_cache: bool) -> dict:
@@ -51,10 +52,8 @@ def time_once(commit: str, keep_cache: bool) -> dict:
         wall, cpu = time.monotonic() - start, busy_seconds() - busy
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True,
                               text=True).stdout.strip()
-    summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)),
-                   "no summary")
     return {"commit": head, "exit": done.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu),
-            "summary": summary.strip("= "), "cores": os.cpu_count(), "fresh_cache": not keep_cache}
+            "summary": summary_line(done.stdout), "cores": os.cpu_count(), "fresh_cache": not keep_cache}
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,6 @@
 """The suite's own tools: the order it hands its tests out in (tests/conftest.py: the tests marked `first`, the
-wheel's install, ahead of every other), the plugin that counts each test's CPU (benchmarks/suite_cpu.py) and the
-bf16 products the scene tests make in float64 (conftest.exact_bf16_products)."""
+wheel's install, ahead of every other), the plugin that counts each test's CPU (benchmarks/suite_cpu.py), the
+timer of the whole suite (benchmarks/suite_time.py) and the bf16 products the scene tests make in float64 (conftest.exact_bf16_products)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,21 @@ def test_the_suite_cpu_plugin_reads_the_machines_busy_time_and_names_each_tests_
     assert plugin.share("tests/test_cli.py::test_list") == "the rest"
     assert plugin.share("fc/tests/test_app.py::test_hints_are_revealed_one_at_a_time") == (
         "the app's tests and snapshots")  # run from a clone, whose folder pytest may name first
+
+
+def test_suite_time_reads_pytests_counts_and_the_machines_busy_time():
+    """benchmarks/suite_time.py, where README's timings of make test come from."""
+    from pathlib import Path
+
+    from tutor.harness.loading import load_module
+
+    timer = load_module(Path(__file__).parents[1] / "benchmarks" / "suite_time.py", "suite_time", ())
+    output = ("....s. [100%]\n========= snapshot report summary =========\n22 snapshots passed.\n"
+              "1570 passed, 224 skipped, 14 warnings in 298.40s (0:04:58)\n")
+    assert timer.summary_line(output) == "1570 passed, 224 skipped, 14 warnings in 298.40s (0:04:58)"
+    assert timer.summary_line("== 1 failed, 3 passed in 2.00s ==\n") == "1 failed, 3 passed in 2.00s"
+    assert timer.summary_line("make: *** [Makefile:33: test] Error 4\n") == "no summary"
+    assert timer.busy_seconds() > 0
 
 
 def test_grade_latency_sums_a_serving_grades_replays_by_side():
