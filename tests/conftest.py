@@ -296,7 +296,7 @@ def warm_runtime(request, tmp_path_factory, worker_id):
     """With --warm or --warm-when-ready: a warm harness owned by this test session, and the folder its socket is in.
 
     pytest-xdist's test processes share one (each an owner of it, as the app and the CLI of one learner share
-    theirs): one import of torch (and, where it is a CUDA build, Dynamo and Inductor) where each process paid its own."""
+    theirs): one torch, Dynamo and Inductor import, 6 s of CPU, where each process paid its own."""
     if request.config.getoption("warm") == "off":
         yield None
         return

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from conftest import IDENTITY
@@ -153,10 +151,7 @@ def test_cancel_kills_the_workload(make_request, tmp_path):
 
 @pytest.mark.cold_only
 def test_the_harness_keeps_its_bytecode_in_the_tutor_cache(make_request, tmp_path, monkeypatch):
-    # As on the GPU machines: torch installed without its bytecode, and nothing writes any, so every run would
-    # recompile torch's modules.
-    import tutor.warm
-    monkeypatch.setattr(tutor.warm, "torch_bytecode_installed", lambda: False)
+    # As on the GPU machines: nothing writes bytecode, so every run would recompile torch's modules.
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -164,27 +159,6 @@ def test_the_harness_keeps_its_bytecode_in_the_tutor_cache(make_request, tmp_pat
     run(make_request(), tmp_path)
     kept = tmp_path / "cache" / "infprof-tutor" / "bytecode"
     assert list(kept.rglob("lockstep.*.pyc")) and list(kept.rglob("torch/__init__.*.pyc"))
-
-
-@pytest.mark.cold_only
-def test_the_harness_reads_the_bytecode_installed_with_torch_and_writes_none(make_request, tmp_path, monkeypatch):
-    """Where pip wrote torch's bytecode beside it (as here), a cache of the tutor's would only compile it all again."""
-    import importlib.util
-
-    from tutor.warm import torch_bytecode_installed
-    torch_init = Path(importlib.util.find_spec("torch").origin)
-    assert torch_bytecode_installed() == any(torch_init.parent.joinpath("__pycache__").glob("__init__.*.pyc"))
-    if not torch_bytecode_installed():
-        pytest.skip("torch was installed without its bytecode here")
-    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("INFPROF_WARM", "0")
-    request = make_request()
-    outcome, _ = run(request, tmp_path)
-    assert outcome.result is not None
-    assert not (tmp_path / "cache" / "infprof-tutor" / "bytecode").exists()
-    assert not list(Path(request["spec"]).parent.rglob("*.pyc"))  # none beside the puzzle's or the learner's files
 
 
 def test_an_oracle_that_is_not_timed_is_only_checked_against(make_request, tmp_path):

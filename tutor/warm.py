@@ -10,9 +10,7 @@ them); other CLI commands use one when it is there and never wait for one.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
-import importlib.util
 import json
 import os
 import select
@@ -301,17 +299,13 @@ def harness_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     # The harness must import this very tutor package, even when it is run from a source tree.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
-    if env.get("PYTHONPYCACHEPREFIX") or not torch_bytecode_installed():
-        env["PYTHONPYCACHEPREFIX"] = bytecode_cache(env)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-    else:  # the installed bytecode read where it is, and nothing written beside the learner's files
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONPYCACHEPREFIX"] = bytecode_cache(env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
 def bytecode_cache(env: dict[str, str]) -> str:
-    """Where the harness keeps the bytecode of what it imports where torch's was not installed with it: the
-    tutor's cache, not site-packages.
+    """Where the harness keeps the bytecode of what it imports: the tutor's cache, not site-packages.
 
     Each run is a fresh Python: where bytecode is not written (PYTHONDONTWRITEBYTECODE, as on the
     GPU machines we test on, or a read-only install) it recompiles torch's modules every time:
@@ -319,15 +313,3 @@ def bytecode_cache(env: dict[str, str]) -> str:
     4.6 s. A PYTHONPYCACHEPREFIX of the learner's own is kept.
     """
     return env.get("PYTHONPYCACHEPREFIX") or str(Path(platformdirs.user_cache_dir("infprof-tutor")) / "bytecode")
-
-
-@functools.cache
-def torch_bytecode_installed() -> bool:
-    """Whether torch's bytecode lies beside its sources, as pip writes it at install; found without importing torch.
-    There a cache of our own would only compile every module once more, in the first runs on a fresh machine: import
-    torch 3.7 s of CPU then against 1.7 s, with Dynamo and Inductor 10.8 against 4.4 s (the 2-core machine)."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        return False
-    origin = Path(spec.origin)
-    return (origin.parent / "__pycache__" / f"{origin.stem}.{sys.implementation.cache_tag}.pyc").is_file()
