@@ -168,12 +168,24 @@ def _ctrl_c_ignored() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
-# `infprof-tutor watch`, its threads' stacks written to stderr on SIGUSR1.
-WATCH_WITH_STACKS = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
-                     "from tutor.cli import main; sys.exit(main(sys.argv[1:]))")
+# `infprof-tutor watch` with the small puzzle0 (its folder the first argument) in its catalog, as `small_catalog`
+# gives this process, and its threads' stacks written to stderr on SIGUSR1.
+WATCH_SMALL_WITH_STACKS = """
+import faulthandler, signal, sys
+from pathlib import Path
+from tutor import catalog
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+small, real = catalog.load_puzzle(Path(sys.argv.pop(1))), catalog._scan
+def scan(root):
+    found, problems = real(root)
+    return {pid: small if pid == "puzzle0" else p for pid, p in found.items()}, problems
+catalog._scan = scan
+from tutor.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 
 
-def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspace):
+def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspace, small_puzzle0):
     """A real `infprof-tutor watch puzzle0`: a check at start, one per save (watched from before the first check, so
     a save as soon as it says so is seen), Ctrl-C kills a check in progress."""
     from tutor.catalog import get_puzzle
@@ -181,8 +193,8 @@ def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspac
     folder = in_workspace.root / "puzzle0"
     # Started with Ctrl-C ignored, as a test process or a shell's background job may hand it on: watch says Ctrl-C
     # stops it, and it must.
-    proc = subprocess.Popen([sys.executable, "-c", WATCH_WITH_STACKS, "watch", "puzzle0"], cwd=in_workspace.root,
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", WATCH_SMALL_WITH_STACKS, str(small_puzzle0.folder), "watch",
+                             "puzzle0"], cwd=in_workspace.root, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "COLUMNS": "100"}, preexec_fn=_ctrl_c_ignored)
     err, out = _Lines(proc.stderr), _Lines(proc.stdout)
     try:
