@@ -7,7 +7,8 @@ Clones this repository (its committed HEAD, or REF) into a temporary folder, lin
 folder, as on a fresh machine such as CI's (XDG_CACHE_HOME: the bytecode the harness keeps, tutor.warm; --keep-cache
 uses this user's), and reads the machine's busy time around it from /proc/stat (user, nice, system, irq and softirq
 of every core: the runs the suite forks count too, wherever they run). Run nothing else meanwhile: whatever else
-the machine does counts. Linux only.
+the machine does counts. Each run is set beside the CPU of `import torch` just before it: how fast the machine is
+then. Linux only.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ def summary_line(output: str) -> str:
     return counted[-1].strip("= ") if counted else "no summary"
 
 
+def torch_import_cpu_s(python: Path, times: int = 3) -> float:
+    """The median CPU of `import torch` in a fresh interpreter, now: how fast this machine is at the moment (the
+    2-core machines differ from hour to hour by more than a suite's changes do; set each run beside it)."""
+    took = []
+    for _ in range(times):
+        done = subprocess.run([str(python), "-c", "import resource, torch; r = resource.getrusage(0); "
+                               "print(r.ru_utime + r.ru_stime)"], capture_output=True, text=True, check=True)
+        took.append(float(done.stdout))
+    return sorted(took)[len(took) // 2]
+
+
 def time_once(commit: str, keep_cache: bool) -> dict:
     venv = ROOT / ".venv"
     if not (venv / ".installed").exists():
@@ -47,13 +59,15 @@ def time_once(commit: str, keep_cache: bool) -> dict:
         env = dict(os.environ)
         if not keep_cache:
             env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+        torch_s = torch_import_cpu_s(venv / "bin" / "python")
         busy, start = busy_seconds(), time.monotonic()
         done = subprocess.run(["make", "test"], cwd=clone, env=env, capture_output=True, text=True)
         wall, cpu = time.monotonic() - start, busy_seconds() - busy
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True,
                               text=True).stdout.strip()
     return {"commit": head, "exit": done.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu),
-            "summary": summary_line(done.stdout), "cores": os.cpu_count(), "fresh_cache": not keep_cache}
+            "summary": summary_line(done.stdout), "cores": os.cpu_count(), "fresh_cache": not keep_cache,
+            "torch_import_cpu_s": round(torch_s, 2)}
 
 
 def main(argv: list[str]) -> int:
@@ -73,7 +87,8 @@ def main(argv: list[str]) -> int:
             minutes, seconds = divmod(run["wall_s"], 60)
             cache = "an empty cache folder" if run["fresh_cache"] else "this user's cache folder"
             print(f"{run['commit']}: {minutes:.0f} min {seconds:.0f} s, {run['machine_cpu_s']} core-seconds of the "
-                  f"machine ({run['cores']} cores), {cache}: {run['summary']}", flush=True)
+                  f"machine ({run['cores']} cores; import torch {run['torch_import_cpu_s']} s of CPU just before), "
+                  f"{cache}: {run['summary']}", flush=True)
     return 1 if failed else 0
 
 
