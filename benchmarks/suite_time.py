@@ -67,7 +67,8 @@ def time_once(commit: str, keep_cache: bool) -> dict:
                               text=True).stdout.strip()
     return {"commit": head, "exit": done.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu),
             "summary": summary_line(done.stdout), "cores": os.cpu_count(), "fresh_cache": not keep_cache,
-            "torch_import_cpu_s": round(torch_s, 2)}
+            "torch_import_cpu_s": round(torch_s, 2),
+            "failed": [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]}
 
 
 def main(argv: list[str]) -> int:
@@ -89,6 +90,8 @@ def main(argv: list[str]) -> int:
             print(f"{run['commit']}: {minutes:.0f} min {seconds:.0f} s, {run['machine_cpu_s']} core-seconds of the "
                   f"machine ({run['cores']} cores; import torch {run['torch_import_cpu_s']} s of CPU just before), "
                   f"{cache}: {run['summary']}", flush=True)
+            for line in run["failed"]:
+                print(f"  {line}", flush=True)
     return 1 if failed else 0
 
 
