@@ -194,8 +194,8 @@ def test_watch_runs_a_quick_check_now_and_on_every_save_until_ctrl_c(in_workspac
     # Started with Ctrl-C ignored, as a test process or a shell's background job may hand it on: watch says Ctrl-C
     # stops it, and it must.
     proc = subprocess.Popen([sys.executable, "-c", WATCH_SMALL_WITH_STACKS, str(small_puzzle0.folder), "watch",
-                             "puzzle0"], cwd=in_workspace.root, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": "100"}, preexec_fn=_ctrl_c_ignored)
+                             "puzzle0"], cwd=in_workspace.root, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "100"}, preexec_fn=_ctrl_c_ignored)
     err, out = _Lines(proc.stderr), _Lines(proc.stdout)
     try:
         err.wait_for("Watching", count=1)

@@ -1,6 +1,7 @@
 """The suite's own tools: the order it hands its tests out in (tests/conftest.py: the tests marked `first`, the
 wheel's install, ahead of every other), the plugin that counts each test's CPU (benchmarks/suite_cpu.py), the
-timer of the whole suite (benchmarks/suite_time.py) and the bf16 products the scene tests make in float64 (conftest.exact_bf16_products)."""
+timer of the whole suite (benchmarks/suite_time.py) and the bf16 products the scene tests make in float64
+(conftest.exact_bf16_products)."""
 
 from __future__ import annotations
 
