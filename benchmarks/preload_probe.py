@@ -2,7 +2,7 @@
 
     python benchmarks/preload_probe.py [module ...] [--json out.json]
 
-For each module, in a fresh interpreter that has imported torch: the import's seconds, whether
+For each module (or modules joined by '+', imported in that order, as a warm harness would), in a fresh interpreter that has imported torch: the import's seconds, whether
 CUDA was initialised by it (torch's lazy init, or the driver through a device query), and whether
 a child forked after it can still run a CUDA kernel. A module is safe to preload only if the
 forked child works: CUDA is not fork-safe once the driver is initialised.
@@ -25,7 +25,8 @@ import torch
 torch_s = time.perf_counter() - t0
 t0 = time.perf_counter()
 try:
-    __import__(sys.argv[1])
+    for name in sys.argv[1].split("+"):
+        __import__(name)
     error = ""
 except Exception as e:
     error = f"{type(e).__name__}: {e}"

@@ -284,6 +284,25 @@ def test_the_warm_harness_preloads_the_libraries_of_cuda_puzzles_where_torch_can
         assert "torch._dynamo" not in preloaded, preloaded
 
 
+def test_while_the_libraries_load_a_child_answers_whether_there_is_a_gpu(monkeypatch):
+    """Inductor and torchao ask whether there is a GPU as they load: the warm harness's answer is what a child forked
+    then found, and the harness itself never asks (the driver, asked, would leave no child able to run CUDA)."""
+    import torch
+
+    from tutor.harness.zygote import gpu_questions_answered_by_a_child
+
+    truth = torch.cuda.is_available(), torch.cuda.device_count()
+    asked_here = []
+    for name in ("is_available", "device_count"):
+        monkeypatch.setattr(torch.cuda, name, lambda real=getattr(torch.cuda, name), name=name:
+                            asked_here.append(name) or real())
+    own = torch.cuda.is_available, torch.cuda.device_count
+    with gpu_questions_answered_by_a_child():
+        seen = torch.cuda.is_available(), torch.cuda.device_count()
+    assert seen == truth and asked_here == []
+    assert (torch.cuda.is_available, torch.cuda.device_count) == own
+
+
 @pytest.mark.gpu
 def test_a_run_forked_by_the_warm_harness_uses_the_gpu(warm, make_request, tmp_path):
     """The warm harness never touched CUDA: its children create their own context, as a cold run does."""

@@ -31,6 +31,7 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 from tutor.harness import zygote
 from tutor.harness.loading import HarnessFailure
@@ -103,7 +104,7 @@ class Keeper(zygote.OwnedServer):
             self.checks += 1
             self.last_active = time.monotonic()
             if threads() > 1:  # a thread would not survive into the next check's fork: end, and let a fresh one start
-                print(f"{threads()} threads after a check: the keeper ends", flush=True)
+                print(f"{threads()} threads after a check ({', '.join(thread_names())}): the keeper ends", flush=True)
                 self.stopping = True
 
     def _run(self, request: dict, sink) -> dict:
@@ -136,6 +137,17 @@ def threads() -> int:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return 1
+
+
+def thread_names() -> list[str]:
+    """The names of this process's threads other than its first, as the kernel knows them (a CUDA driver's, a
+    thread pool's): what the keeper's log says when one outlives a check."""
+    names = []
+    with contextlib.suppress(OSError):
+        for task in sorted(os.listdir("/proc/self/task"), key=int)[1:]:
+            with contextlib.suppress(OSError):  # it may end as it is read
+                names.append(Path(f"/proc/self/task/{task}/comm").read_text().strip())
+    return names
 
 
 def main(argv: list[str]) -> int:

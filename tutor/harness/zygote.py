@@ -34,7 +34,8 @@ from tutor.protocol import TERM_GRACE_S
 # What a run imports anyway, in the order it would. torch and the harness are always preloaded; the
 # libraries are a bonus, dropped (--torch-only) if a child forked after them cannot run CUDA: CUDA does
 # not survive a fork once the driver is initialised, and a library that asks about the GPU as it loads
-# initialises it (gemlite reads the SM count at import, so it is never here).
+# initialises it (gemlite reads the SM count at import, so it is never here; Inductor and torchao ask
+# whether there is a GPU, which a forked child answers for them: gpu_questions_answered_by_a_child).
 LIBRARIES = ("torch._dynamo", "torch._inductor.compile_fx", "triton", "torchao")
 HARNESS = ("tutor.harness.__main__", "tutor.harness.lockstep", "tutor.harness.worker", "tutor.harness.alone")
 MAX_MESSAGE = 1 << 20
@@ -57,12 +58,13 @@ def preload(libraries: tuple[str, ...]) -> list[str]:
     import torch
 
     loaded = ["torch"]
-    for name in (*libraries, *HARNESS):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the run reports it in its own words
-            continue
-        loaded.append(name)
+    with gpu_questions_answered_by_a_child() if libraries else contextlib.nullcontext():
+        for name in (*libraries, *HARNESS):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the run reports it in its own words
+                continue
+            loaded.append(name)
     if torch.cuda.is_initialized():
         raise SystemExit(f"importing {', '.join(loaded)} initialised CUDA: a warm harness cannot fork after that")
     if threading.active_count() != 1:  # a thread would not survive the fork, and might hold a lock
@@ -70,16 +72,32 @@ def preload(libraries: tuple[str, ...]) -> list[str]:
     return loaded
 
 
-def cuda_survives_fork() -> bool | None:
-    """Whether a child forked now can run a CUDA kernel; None where there is no GPU to run one on."""
+@contextlib.contextmanager
+def gpu_questions_answered_by_a_child():
+    """torch.cuda.is_available() and device_count() answered, while the libraries load, as a child forked now finds
+    them. Inductor and torchao ask as they load: asked here, the driver would initialise CUDA, and no child forked
+    after could run a kernel (benchmarks/preload_probe.py, on an H200 with torch 2.11), or NVML would start a thread
+    of its own in the process every run forks from. What they cached from the answer, their runs would have found."""
+    import torch
+
+    found = answer_of_a_child(lambda: str(torch.cuda.device_count() if torch.cuda.is_available() else 0).encode())
+    count = int(found) if found.isdigit() else 0
+    asked = torch.cuda.is_available, torch.cuda.device_count
+    torch.cuda.is_available, torch.cuda.device_count = (lambda: count > 0), (lambda: count)
+    try:
+        yield
+    finally:
+        torch.cuda.is_available, torch.cuda.device_count = asked
+
+
+def answer_of_a_child(question) -> bytes:
+    """What `question()` returns (bytes) in a child forked now; b"" where it fails."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        answer = b"0"
+        answer = b""
         try:
-            import torch
-            answer = b"-" if not torch.cuda.is_available() else \
-                b"1" if float(torch.ones(4, device="cuda").sum()) == 4.0 else b"0"
+            answer = question()
         except BaseException:  # noqa: BLE001 - any failure is the answer
             pass
         finally:
@@ -87,9 +105,19 @@ def cuda_survives_fork() -> bool | None:
             os._exit(0)
     os.close(write)
     os.waitpid(pid, 0)
-    answer = os.read(read, 1)
-    os.close(read)
-    return {b"1": True, b"-": None}.get(answer, False)
+    with os.fdopen(read, "rb") as answer:
+        return answer.read()
+
+
+def cuda_survives_fork() -> bool | None:
+    """Whether a child forked now can run a CUDA kernel; None where there is no GPU to run one on."""
+    def question() -> bytes:
+        import torch
+        if not torch.cuda.is_available():
+            return b"-"
+        return b"1" if float(torch.ones(4, device="cuda").sum()) == 4.0 else b"0"
+
+    return {b"1": True, b"-": None}.get(answer_of_a_child(question), False)
 
 
 def listen(path: str, backlog: int) -> tuple[socket.socket, int]:
