@@ -21,8 +21,9 @@ with the reference's answer; --compile-mode MODE first swaps its torch.compile m
 max-autotune-no-cudagraphs`: its first grade autotunes for minutes, and the second must find the
 workspace's caches and not autotune again.
 
---watch (with --warm) also times, after each quick check, one as a watch session's checks run: answered by
-the session's ruler keeper (tutor.harness.keeper), its comparators prepared by the session's first check.
+--watch (with --warm) first times a watch session's checks, before the grades: its first, which prepares the
+comparators the session's ruler keeper (tutor.harness.keeper) keeps, then `--runs` more back to back, as saves
+make them (a grade, or any other run on the GPU, ends the kept ruler).
 
 --json writes, per puzzle, {"stages": {name: median seconds}, "grade_s": median, "quick_check_s": median (None
 for a serving puzzle, which has no quick check), "warm": bool, "grades": [...], "quick_checks": [...]} (with
@@ -131,6 +132,14 @@ def measure(puzzle_id: str, args) -> dict | None:
     if keeper:  # the session's first check prepares the ruler it keeps: what watch mode's first save costs
         stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event, keeper=keeper))
         print(f"  a watch session's first check: {stages['total']:.2f} s, kept={checked.kept_ruler}", flush=True)
+        # Then its later saves' checks, back to back: a grade or any other run on the GPU ends the kept ruler
+        # (tutor.warm.release_kept_rulers), so a check timed after one would make its comparators again.
+        for i in range(args.runs):
+            stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event, keeper=keeper))
+            if not checked.kept_ruler:
+                sys.exit(f"the keeper did not answer: {keeper.log_path.read_text()[-2000:]}")
+            kept.append(stages)
+            print(f"  kept-ruler check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
     for i in range(args.runs):
         stages, verdict = timed(lambda on_event: actions.grade(ws, puzzle, on_event))
         grades.append(stages)
@@ -140,12 +149,6 @@ def measure(puzzle_id: str, args) -> dict | None:
         stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event))
         checks.append(stages)
         print(f"  quick check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
-        if keeper:
-            stages, checked = timed(lambda on_event: quick_check(ws, puzzle, on_event, keeper=keeper))
-            if not checked.kept_ruler:
-                sys.exit(f"the keeper did not answer: {keeper.log_path.read_text()[-2000:]}")
-            kept.append(stages)
-            print(f"  kept-ruler check {i + 1}: {stages['total']:.2f} s, correct={checked.correct}", flush=True)
     how = "warm" if args.warm else "cold"
     what = f"{args.workload} {args.compile_mode or ''}".strip() if args.workload else args.which
     print_stages(f"{puzzle_id} ({puzzle.hardware.device}), {what}, {how}, {len(grades)} grades: seconds per stage",
