@@ -2,10 +2,11 @@
 
     python benchmarks/preload_probe.py [module ...] [--json out.json]
 
-For each module (or modules joined by '+', imported in that order, as a warm harness would), in a fresh interpreter that has imported torch: the import's seconds, whether
-CUDA was initialised by it (torch's lazy init, or the driver through a device query), and whether
-a child forked after it can still run a CUDA kernel. A module is safe to preload only if the
-forked child works: CUDA is not fork-safe once the driver is initialised.
+For each module (or modules joined by '+', imported in that order, as a warm harness would), in a
+fresh interpreter that has imported torch: the import's seconds, whether CUDA was initialised by it
+(torch's lazy init, or the driver through a device query), and whether a child forked after it can
+still run a CUDA kernel. A module is safe to preload only if the forked child works: CUDA is not
+fork-safe once the driver is initialised.
 """
 
 from __future__ import annotations
