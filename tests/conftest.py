@@ -468,13 +468,17 @@ def small_catalog(monkeypatch, small_puzzle0):
     the quick check), which grade and profile puzzle0 for real but assert nothing of its size."""
     from tutor import catalog
 
-    real = catalog._scan
+    monkeypatch.setattr(catalog, "_scan", scan_with_small_puzzle0(catalog._scan, small_puzzle0))
+    return small_puzzle0
 
+
+def scan_with_small_puzzle0(real, small):
+    """The catalog's `_scan` (`real`) with `small` in place of puzzle0: `small_catalog`'s, and a subprocess's that
+    must see the same catalog (tests/test_cli.py's watch)."""
     def scan(root):
         found, problems = real(root)
-        return {pid: small_puzzle0 if pid == "puzzle0" else p for pid, p in found.items()}, problems
-    monkeypatch.setattr(catalog, "_scan", scan)
-    return small_puzzle0
+        return {pid: small if pid == "puzzle0" else p for pid, p in found.items()}, problems
+    return scan
 
 
 @pytest.fixture

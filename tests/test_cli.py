@@ -170,16 +170,14 @@ def _ctrl_c_ignored() -> None:
 
 # `infprof-tutor watch` with the small puzzle0 (its folder the first argument) in its catalog, as `small_catalog`
 # gives this process, and its threads' stacks written to stderr on SIGUSR1.
-WATCH_SMALL_WITH_STACKS = """
+WATCH_SMALL_WITH_STACKS = f"""
 import faulthandler, signal, sys
 from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from conftest import scan_with_small_puzzle0
 from tutor import catalog
 faulthandler.register(signal.SIGUSR1, all_threads=True)
-small, real = catalog.load_puzzle(Path(sys.argv.pop(1))), catalog._scan
-def scan(root):
-    found, problems = real(root)
-    return {pid: small if pid == "puzzle0" else p for pid, p in found.items()}, problems
-catalog._scan = scan
+catalog._scan = scan_with_small_puzzle0(catalog._scan, catalog.load_puzzle(Path(sys.argv.pop(1))))
 from tutor.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -103,8 +103,9 @@ class Keeper(zygote.OwnedServer):
             self._reap()
             self.checks += 1
             self.last_active = time.monotonic()
-            if threads() > 1:  # a thread would not survive into the next check's fork: end, and let a fresh one start
-                print(f"{threads()} threads after a check ({', '.join(thread_names())}): the keeper ends", flush=True)
+            # A thread would not survive into the next check's fork: end, and let a fresh one start.
+            if (count := threads()) > 1:
+                print(f"{count} threads after a check ({', '.join(thread_names())}): the keeper ends", flush=True)
                 self.stopping = True
 
     def _run(self, request: dict, sink) -> dict:
