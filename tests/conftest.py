@@ -167,12 +167,11 @@ def exact_bf16_products():
         yield
 
 
-
 class WidenedWeights:
     """A bf16 tensor in float64, for `exact_bf16_products`: a weight's (a large tensor, or a view of one, such as
     its transpose) made once and kept while the weight lives unchanged (its version counter, which every in-place
     write to it or to a view of it moves); any other made afresh. A scene's steps multiply the same weights
-    thousands of times: widening each every time was a third of their products' time."""
+    thousands of times: widening each every time was a fifth of their products' time."""
 
     LARGE = 1 << 16  # elements: an activation is made afresh each step, a weight is not
 
@@ -192,6 +191,7 @@ class WidenedWeights:
             entry = self.kept[id(base)] = (weakref.ref(base, lambda _, key=id(base): self.kept.pop(key, None)),
                                            base._version, wide)
         return entry[2].as_strided(t.size(), t.stride(), t.storage_offset() - base.storage_offset())
+
 
 @pytest.fixture(scope="module", autouse=True)
 def bf16_products_exact(request):

@@ -1,7 +1,8 @@
 """The suite's own tools: the order it hands its tests out in (tests/conftest.py: the tests marked `first`, the
 wheel's install, ahead of every other), the plugin that counts each test's CPU (benchmarks/suite_cpu.py), the
-timer of the whole suite (benchmarks/suite_time.py) and the bf16 products the scene tests make in float64
-(conftest.exact_bf16_products)."""
+timer of the whole suite (benchmarks/suite_time.py), the bf16 products the scene tests make in float64
+(conftest.exact_bf16_products), and how the benchmarks read what they time (grade_latency's stages, kernel_build's
+ninja log)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,48 @@ def test_exact_bf16_products_are_torchs_within_a_rounding_step_and_alike_whateve
     with exact_bf16_products():
         assert float(x @ y) == 1.0
     assert float(x @ y) == 0.0
+
+
+def test_a_weight_widened_once_is_widened_again_once_written():
+    """conftest.WidenedWeights, under exact_bf16_products: a large weight is widened once and kept, but a write into
+    it (its version moves), a view of it at an offset, and a tensor made in inference mode (no version to read) each
+    give the product of the values as they are."""
+    import torch
+
+    from conftest import exact_bf16_products
+
+    gen = torch.Generator().manual_seed(1)
+    x, w = torch.randn(4, 512, generator=gen).bfloat16(), torch.randn(512, 256, generator=gen).bfloat16()
+    with torch.inference_mode():
+        frozen = w.clone()
+
+    def exact(a, b):
+        return (a.double() @ b.double()).bfloat16()
+
+    with exact_bf16_products():
+        first = x @ w
+        w.mul_(2)  # by a power of two: the exact product doubles, and so does its rounding
+        second = x @ w
+        part = x[:, :256] @ w[256:]
+        with torch.inference_mode():
+            before = x @ frozen
+            frozen.mul_(2)
+            after = x @ frozen
+    assert torch.equal(first, exact(x, w / 2)) and torch.equal(second, first * 2)
+    assert torch.equal(part, exact(x[:, :256], w[256:]))
+    assert torch.equal(after, before * 2)
+
+
+def test_kernel_build_reads_each_step_and_the_builds_span_from_ninjas_log(tmp_path):
+    """benchmarks/kernel_build.py: ninja's log (start and end in ms, tab-separated), its two sources compiled side by
+    side, then the link: each step's seconds, and the build's from the first start to the last end."""
+    from pathlib import Path
+
+    from tutor.harness.loading import load_module
+
+    timer = load_module(Path(__file__).parents[1] / "benchmarks" / "kernel_build.py", "kernel_build", ())
+    (tmp_path / ".ninja_log").write_text("# ninja log v7\n0\t1512\t1764460000000000000\tcuda.cuda.o\t3f2a\n"
+                                         "1\t17503\t1764460000000000000\tmain.o\t9b1c\n"
+                                         "17504\t18001\t1764460000000000000\tpuzzle12_94e190594794.so\t77d0\n")
+    steps, span = timer.ninja_steps(tmp_path)
+    assert steps == {"cuda.cuda.o": 1.512, "main.o": 17.502, "puzzle12_94e190594794.so": 0.497} and span == 18.001
