@@ -13,7 +13,6 @@ alone (`-c`, for this GPU): what the kernel itself costs to compile. Needs nvcc,
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,14 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from tutor.harness.loading import load_module
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_workload(path: Path):
-    spec = importlib.util.spec_from_file_location("kernel_build_workload", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def ninja_steps(build_dir: Path) -> tuple[dict[str, float], float]:
@@ -43,8 +37,6 @@ def ninja_steps(build_dir: Path) -> tuple[dict[str, float], float]:
 
 def one_edit(workload, n: int) -> dict:
     """Build the kernel with comment `n` added, in a fresh extensions folder; each step's seconds."""
-    import torch
-
     folder = tempfile.mkdtemp(prefix="kernel-build-")
     os.environ["TORCH_EXTENSIONS_DIR"] = folder
     started = time.monotonic()
@@ -52,7 +44,6 @@ def one_edit(workload, n: int) -> dict:
     total = time.monotonic() - started
     [build_dir] = [p for p in Path(folder).rglob(".ninja_log")]
     steps, span = ninja_steps(build_dir.parent)
-    torch.cuda.synchronize()
     return {"total_s": round(total, 2), "steps_s": steps, "ninja_s": round(span, 2)}
 
 
@@ -77,7 +68,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--edits", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    workload = load_workload(ROOT / "challenges" / args.puzzle / args.which)
+    workload = load_module(ROOT / "challenges" / args.puzzle / args.which, "kernel_build_workload", ())
     edits = [one_edit(workload, n) for n in range(args.edits)]
     alone = kernel_alone(workload)
     for n, edit in enumerate(edits):

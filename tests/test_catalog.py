@@ -100,7 +100,6 @@ def test_the_readmes_puzzle_table_lists_every_shipped_puzzle_in_catalog_order():
     assert [(pid.strip(), int(level)) for pid, level in rows] == [(p.id, p.level) for p in all_puzzles().values()]
 
 
-
 def test_no_document_cites_a_step_of_a_run_log():
     """What a user reads names the command behind a figure, never a numbered step of a run log ("part 43") that
     left the repository: README, every puzzle's folder and the tutor's own code."""
@@ -113,6 +112,7 @@ def test_no_document_cites_a_step_of_a_run_log():
     cited = [f"{f.relative_to(root)}:{n}: {line.strip()}" for f in files
              for n, line in enumerate(f.read_text().splitlines(), 1) if re.search(r"\bparts? \d{1,3}\b", line, re.I)]
     assert not cited, "\n".join(cited)
+
 
 # Issue 38: every class of the taxonomy accepted by a shipped puzzle. These are not yet: no puzzle, shipped or
 # draft, accepts them. A class leaves these sets when a puzzle that accepts it ships or is drafted (the test then
