@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from tutor.harness.loading import load_module
+from tutor.profilers import ptxas
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,8 +57,8 @@ def kernel_alone(workload) -> float:
         source = Path(tmp) / "kernel.cu"
         source.write_text(workload.KERNEL)
         started = time.monotonic()
-        subprocess.run(["nvcc", "-O3", f"-arch=sm_{major}{minor}", "-c", str(source), "-o", str(Path(tmp) / "k.o")],
-                       check=True)
+        subprocess.run([ptxas.find_nvcc(), "-O3", f"-arch=sm_{major}{minor}", "-c", str(source),
+                        "-o", str(Path(tmp) / "k.o")], check=True)
         return round(time.monotonic() - started, 2)
 
 

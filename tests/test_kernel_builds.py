@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tutor.harness.loading import load_module
+from tutor.profilers import ptxas
 
 CHALLENGES = Path(__file__).resolve().parent.parent / "challenges"
 SPLIT = sorted(f for f in CHALLENGES.rglob("*.py") if "\nBINDING = " in f.read_text())
@@ -32,5 +33,5 @@ def test_its_cuda_source_compiles_without_torchs_headers(tmp_path, path):
     assert "torch" not in module.KERNEL + module.LAUNCHER and "#include <torch/extension.h>" in module.BINDING
     source = tmp_path / "cuda.cu"
     source.write_text("#include <cuda_runtime.h>\n" + module.KERNEL + module.LAUNCHER)
-    subprocess.run(["nvcc", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / "cuda.o")], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run([ptxas.find_nvcc(), f"-arch={ptxas.ARCH}", "-c", str(source), "-o", str(tmp_path / "cuda.o")],
+                   check=True, capture_output=True, timeout=300)

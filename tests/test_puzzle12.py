@@ -24,7 +24,6 @@ def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workloa
     assert kernel.spill_store_bytes == 0 and kernel.registers <= 64
 
 
-
 def test_the_library_transpose_is_the_keys_exactly(monkeypatch):
     spec, library = puzzle_file(PUZZLE, "spec.py"), puzzle_file(PUZZLE, "alternatives/library_transpose.py")
     monkeypatch.setattr(spec, "TOKENS", 256)  # the same draw, fewer tokens: the CPU's share
