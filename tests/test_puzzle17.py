@@ -49,7 +49,8 @@ def test_the_reference_is_the_baseline_but_for_its_block_numbers():
                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
     assert changed and all("id" in line and ("%" in line or "/=" in line or "= id" in line) for line in changed)
     assert len(changed) <= 6 and len(baseline) == len(reference)
-    assert puzzle_file(PUZZLE, "solution/workload.py").LAUNCHER == puzzle_file(PUZZLE, "baseline.py").LAUNCHER
+    reference, baseline = puzzle_file(PUZZLE, "solution/workload.py"), puzzle_file(PUZZLE, "baseline.py")
+    assert (reference.LAUNCHER, reference.BINDING) == (baseline.LAUNCHER, baseline.BINDING)
 
 
 def test_its_keys_outgrow_l2_and_the_baselines_order_spaces_a_keys_readers_a_cache_apart():

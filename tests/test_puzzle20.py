@@ -45,7 +45,7 @@ def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workloa
 def test_the_reference_is_the_baselines_kernel_asking_for_the_shared_memory_its_row_needs():
     """The lesson is the launch alone: the same kernel, its dynamic shared memory dim floats, not MAX_DIM."""
     baseline, reference = puzzle_file(PUZZLE, "baseline.py"), puzzle_file(PUZZLE, "solution/workload.py")
-    assert reference.KERNEL == baseline.KERNEL
+    assert reference.KERNEL == baseline.KERNEL and reference.BINDING == baseline.BINDING
     asked = [re.search(r"int bytes = (.*?);", w.LAUNCHER).group(1) for w in (baseline, reference)]
     assert asked == ["MAX_DIM * sizeof(float)", "dim * sizeof(float)"]
     assert [l for l in baseline.LAUNCHER.splitlines() if "int bytes" not in l] == \

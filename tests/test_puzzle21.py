@@ -44,10 +44,11 @@ def test_every_kernel_compiles_for_the_h100_and_spills_nothing(tmp_path, workloa
 def test_the_reference_is_the_baselines_kernel_over_fewer_shares():
     """The lesson is the split alone: the same kernel and launcher, SPLITS 8 instead of 256."""
     baseline, reference = puzzle_file(PUZZLE, "baseline.py"), puzzle_file(PUZZLE, "solution/workload.py")
-    assert (reference.KERNEL, reference.LAUNCHER) == (baseline.KERNEL, baseline.LAUNCHER)
+    sources = lambda w: (w.KERNEL, w.LAUNCHER, w.BINDING)  # the CUDA source's two parts and torch's side
+    assert sources(reference) == sources(baseline)
     assert (baseline.SPLITS, reference.SPLITS) == (256, 8)
     atomic = puzzle_file(PUZZLE, "alternatives/atomic_splits.py")
-    assert atomic.SPLITS == 8 and "atomicAdd(&out[" in atomic.KERNEL and "torch::zeros" in atomic.LAUNCHER
+    assert atomic.SPLITS == 8 and "atomicAdd(&out[" in atomic.KERNEL and "torch::zeros" in atomic.BINDING
     main_loop = lambda kernel: kernel[kernel.index("float acc[R][R]"):kernel.index("// this block's share")]
     assert main_loop(atomic.KERNEL) == main_loop(baseline.KERNEL)  # the atomics change only where a share goes
 

@@ -22,22 +22,35 @@ __global__ void count_routes(const int* __restrict__ expert, int* __restrict__ c
 }
 """
 
+# Its launch, in the same CUDA source: plain pointers, so nvcc compiles no torch header (with them, each edit's
+# build took about a minute: benchmarks/kernel_build.py; puzzle12's MEASUREMENTS.md).
 LAUNCHER = r"""
+int experts() { return EXPERTS; }  // the counters' length, for the binding
+void launch(const int* expert, int* counts, long long n) {
+    count_routes<<<(n + THREADS - 1) / THREADS, THREADS>>>(expert, counts, n);
+}
+"""
+
+# Torch's side, in the C++ source: the output made, the launch called, and the function Python calls.
+BINDING = r"""
+#include <torch/extension.h>
+int experts();
+void launch(const int* expert, int* counts, long long n);
 torch::Tensor run(torch::Tensor expert) {
-    long long n = expert.numel();
-    auto counts = torch::zeros({EXPERTS}, expert.options());
-    count_routes<<<(n + THREADS - 1) / THREADS, THREADS>>>(expert.data_ptr<int>(), counts.data_ptr<int>(), n);
+    auto counts = torch::zeros({experts()}, expert.options());
+    launch(expert.data_ptr<int>(), counts.data_ptr<int>(), expert.numel());
     return counts;
 }
 """
 
 
 def build(kernel: str, launcher: str):
-    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
-    source = "#include <torch/extension.h>\n" + kernel + launcher
-    name = "puzzle10_" + hashlib.sha256(source.encode()).hexdigest()[:12]
-    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor expert);",
-                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash.
+    Each source includes only what it needs (no_implicit_headers)."""
+    source = "#include <cuda_runtime.h>\n" + kernel + launcher
+    name = "puzzle10_" + hashlib.sha256((source + BINDING).encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources=BINDING, cuda_sources=source, functions=["run"],
+                       extra_cuda_cflags=["-O3"], no_implicit_headers=True)
 
 
 def prepare(weights: dict, device: str):

@@ -19,21 +19,30 @@ __global__ void count_routes(const int* __restrict__ expert, int* __restrict__ c
 }
 """
 
-# The routes of `expert` added into `counts`, on the current stream.
+# The routes of `expert` added into `counts`, on the stream it is given. Plain pointers, so nvcc compiles no torch
+# header (with them, each edit's build took about a minute: benchmarks/kernel_build.py; puzzle12's MEASUREMENTS.md).
 LAUNCHER = r"""
+void launch(const int* expert, int* counts, long long n, cudaStream_t stream) {
+    count_routes<<<(n + THREADS - 1) / THREADS, THREADS, 0, stream>>>(expert, counts, n);
+}
+"""
+
+# Torch's side, in the C++ source: the launch on the current stream, and the function Python calls.
+BINDING = r"""
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+void launch(const int* expert, int* counts, long long n, cudaStream_t stream);
 void count_into(torch::Tensor expert, torch::Tensor counts) {
-    long long n = expert.numel();
-    count_routes<<<(n + THREADS - 1) / THREADS, THREADS, 0, c10::cuda::getCurrentCUDAStream()>>>(
-        expert.data_ptr<int>(), counts.data_ptr<int>(), n);
+    launch(expert.data_ptr<int>(), counts.data_ptr<int>(), expert.numel(), c10::cuda::getCurrentCUDAStream());
 }
 """
 
 
 def prepare(weights: dict, device: str):
-    source = "#include <torch/extension.h>\n#include <c10/cuda/CUDAStream.h>\n" + KERNEL + LAUNCHER
-    kernel = load_inline("puzzle10_tail_" + hashlib.sha256(source.encode()).hexdigest()[:12],
-                         cpp_sources="void count_into(torch::Tensor expert, torch::Tensor counts);",
-                         cuda_sources=source, functions=["count_into"], extra_cuda_cflags=["-O3"])
+    source = "#include <cuda_runtime.h>\n" + KERNEL + LAUNCHER
+    kernel = load_inline("puzzle10_tail_" + hashlib.sha256((source + BINDING).encode()).hexdigest()[:12],
+                         cpp_sources=BINDING, cuda_sources=source, functions=["count_into"],
+                         extra_cuda_cflags=["-O3"], no_implicit_headers=True)
     return {"kernel": kernel, "side": torch.cuda.Stream()}
 
 

@@ -39,23 +39,34 @@ project(const float* __restrict__ x, const float* __restrict__ w, float* __restr
 }
 """
 
-# The columns [first, first + count) of out = x @ w, on the current stream: w and out offset to the first column.
+# The columns [first, first + count) of out = x @ w, on the stream it is given: w and out offset to the first
+# column. Plain pointers, so nvcc compiles no torch header (with them, each edit's build took about a minute:
+# benchmarks/kernel_build.py; puzzle12's MEASUREMENTS.md).
 LAUNCHER = r"""
+void launch(const float* x, const float* w, float* out, int m, int n, int k, int count, cudaStream_t stream) {
+    cudaFuncSetAttribute(project, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED_BYTES);
+    project<<<dim3(count / T, m / T), dim3(T, T), SHARED_BYTES, stream>>>(x, w, out, n, k);
+}
+"""
+
+# Torch's side, in the C++ source: the launch on the current stream, and the function Python calls.
+BINDING = r"""
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+void launch(const float* x, const float* w, float* out, int m, int n, int k, int count, cudaStream_t stream);
 void run_columns(torch::Tensor x, torch::Tensor w, torch::Tensor out, int64_t first, int64_t count) {
     int m = x.size(0), k = x.size(1), n = w.size(1);
-    cudaFuncSetAttribute(project, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED_BYTES);
-    project<<<dim3(count / T, m / T), dim3(T, T), SHARED_BYTES, c10::cuda::getCurrentCUDAStream()>>>(
-        x.data_ptr<float>(), w.data_ptr<float>() + first, out.data_ptr<float>() + first, n, k);
+    launch(x.data_ptr<float>(), w.data_ptr<float>() + first, out.data_ptr<float>() + first, m, n, k, count,
+           c10::cuda::getCurrentCUDAStream());
 }
 """
 
 
 def prepare(weights: dict, device: str):
-    source = "#include <torch/extension.h>\n#include <c10/cuda/CUDAStream.h>\n" + KERNEL + LAUNCHER
-    kernel = load_inline("puzzle15_tail_" + hashlib.sha256(source.encode()).hexdigest()[:12],
-                         cpp_sources="void run_columns(torch::Tensor x, torch::Tensor w, torch::Tensor out, "
-                                     "int64_t first, int64_t count);",
-                         cuda_sources=source, functions=["run_columns"], extra_cuda_cflags=["-O3"])
+    source = "#include <cuda_runtime.h>\n" + KERNEL + LAUNCHER
+    kernel = load_inline("puzzle15_tail_" + hashlib.sha256((source + BINDING).encode()).hexdigest()[:12],
+                         cpp_sources=BINDING, cuda_sources=source, functions=["run_columns"],
+                         extra_cuda_cflags=["-O3"], no_implicit_headers=True)
     return {"kernel": kernel, "w": weights["w"], "side": torch.cuda.Stream()}
 
 

@@ -39,26 +39,35 @@ project(const float* __restrict__ x, const float* __restrict__ w, float* __restr
 }
 """
 
+# Its launch, in the same CUDA source: plain pointers, so nvcc compiles no torch header (with them, each edit's
+# build took about a minute: benchmarks/kernel_build.py; puzzle12's MEASUREMENTS.md).
 LAUNCHER = r"""
+void launch(const float* x, const float* w, float* out, int m, int n, int k, int splits) {
+    cudaFuncSetAttribute(project, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED_BYTES);
+    project<<<dim3(n / T, m / T, splits), dim3(T, T), SHARED_BYTES>>>(x, w, out, m, n, k, k / splits);
+}
+"""
+
+# Torch's side, in the C++ source: the output made, the launch called, and the function Python calls.
+BINDING = r"""
+#include <torch/extension.h>
+void launch(const float* x, const float* w, float* out, int m, int n, int k, int splits);
 torch::Tensor run(torch::Tensor x, torch::Tensor w, int64_t splits) {
     int m = x.size(0), k = x.size(1), n = w.size(1);
     auto out = torch::empty({splits, m, n}, x.options());  // one partial product a split of the features
-    cudaFuncSetAttribute(project, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED_BYTES);
-    project<<<dim3(n / T, m / T, splits), dim3(T, T), SHARED_BYTES>>>(
-        x.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(), m, n, k, k / splits);
+    launch(x.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(), m, n, k, splits);
     return out;
 }
 """
 
-DECLARATION = "torch::Tensor run(torch::Tensor x, torch::Tensor w, int64_t splits);"
-
 
 def build(kernel: str, launcher: str):
-    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
-    source = "#include <torch/extension.h>\n" + kernel + launcher
-    name = "puzzle15_" + hashlib.sha256(source.encode()).hexdigest()[:12]
-    return load_inline(name, cpp_sources=DECLARATION, cuda_sources=source, functions=["run"],
-                       extra_cuda_cflags=["-O3"])
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash.
+    Each source includes only what it needs (no_implicit_headers)."""
+    source = "#include <cuda_runtime.h>\n" + kernel + launcher
+    name = "puzzle15_" + hashlib.sha256((source + BINDING).encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources=BINDING, cuda_sources=source, functions=["run"],
+                       extra_cuda_cflags=["-O3"], no_implicit_headers=True)
 
 
 def prepare(weights: dict, device: str):

@@ -38,24 +38,37 @@ scores(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
 }
 """
 
+# Its launch, in the same CUDA source: plain pointers, so nvcc compiles no torch header (with them, each edit's
+# build took about a minute: benchmarks/kernel_build.py; puzzle12's MEASUREMENTS.md).
 LAUNCHER = r"""
+int group() { return GROUP; }  // query heads a key head, for the binding
+void launch(const void* q, const void* k, float* out, int batch, int kv_heads, int seq) {
+    scores<<<batch * kv_heads * GROUP * (seq / CHUNK), THREADS>>>(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), out,
+                              batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
+}
+"""
+
+# Torch's side, in the C++ source: the output made, the launch called, and the function Python calls.
+BINDING = r"""
+#include <torch/extension.h>
+int group();
+void launch(const void* q, const void* k, float* out, int batch, int kv_heads, int seq);
 torch::Tensor run(torch::Tensor q, torch::Tensor k) {
     int batch = k.size(0), kv_heads = k.size(1), seq = k.size(2);
-    auto out = torch::empty({batch, kv_heads * GROUP, seq}, q.options().dtype(torch::kFloat32));
-    scores<<<batch * kv_heads * GROUP * (seq / CHUNK), THREADS>>>(
-        reinterpret_cast<const __nv_bfloat16*>(q.data_ptr()), reinterpret_cast<const __nv_bfloat16*>(k.data_ptr()),
-        out.data_ptr<float>(), batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
+    auto out = torch::empty({batch, kv_heads * group(), seq}, q.options().dtype(torch::kFloat32));
+    launch(q.data_ptr(), k.data_ptr(), out.data_ptr<float>(), batch, kv_heads, seq);
     return out;
 }
 """
 
 
 def build(kernel: str, launcher: str):
-    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
-    source = "#include <torch/extension.h>\n" + kernel + launcher
-    name = "puzzle17_" + hashlib.sha256(source.encode()).hexdigest()[:12]
-    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor q, torch::Tensor k);",
-                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash.
+    Each source includes only what it needs (no_implicit_headers)."""
+    source = "#include <cuda_runtime.h>\n" + kernel + launcher
+    name = "puzzle17_" + hashlib.sha256((source + BINDING).encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources=BINDING, cuda_sources=source, functions=["run"],
+                       extra_cuda_cflags=["-O3"], no_implicit_headers=True)
 
 
 def prepare(weights: dict, device: str):

@@ -40,22 +40,32 @@ scores(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
 }
 """
 
-# The requests of q and k (slices along the batch, contiguous) scored into out's, on the current stream.
+# The scores into `out`, on the stream it is given. Plain pointers, so nvcc compiles no torch header (with them,
+# each edit's build took about a minute: benchmarks/kernel_build.py; puzzle12's MEASUREMENTS.md).
 LAUNCHER = r"""
+void launch(const void* q, const void* k, float* out, int batch, int kv_heads, int seq, cudaStream_t stream) {
+    scores<<<batch * kv_heads * GROUP * (seq / CHUNK), THREADS, 0, stream>>>(static_cast<const __nv_bfloat16*>(q),
+        static_cast<const __nv_bfloat16*>(k), out, batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
+}
+"""
+
+# Torch's side, in the C++ source: the launch on the current stream, and the function Python calls.
+BINDING = r"""
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+void launch(const void* q, const void* k, float* out, int batch, int kv_heads, int seq, cudaStream_t stream);
 void run_into(torch::Tensor q, torch::Tensor k, torch::Tensor out) {
-    int batch = k.size(0), kv_heads = k.size(1), seq = k.size(2);
-    scores<<<batch * kv_heads * GROUP * (seq / CHUNK), THREADS, 0, c10::cuda::getCurrentCUDAStream()>>>(
-        reinterpret_cast<const __nv_bfloat16*>(q.data_ptr()), reinterpret_cast<const __nv_bfloat16*>(k.data_ptr()),
-        out.data_ptr<float>(), batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
+    launch(q.data_ptr(), k.data_ptr(), out.data_ptr<float>(), k.size(0), k.size(1), k.size(2),
+           c10::cuda::getCurrentCUDAStream());
 }
 """
 
 
 def prepare(weights: dict, device: str):
-    source = "#include <torch/extension.h>\n#include <c10/cuda/CUDAStream.h>\n" + KERNEL + LAUNCHER
-    kernel = load_inline("puzzle17_tail_" + hashlib.sha256(source.encode()).hexdigest()[:12],
-                         cpp_sources="void run_into(torch::Tensor q, torch::Tensor k, torch::Tensor out);",
-                         cuda_sources=source, functions=["run_into"], extra_cuda_cflags=["-O3"])
+    source = "#include <cuda_runtime.h>\n" + KERNEL + LAUNCHER
+    kernel = load_inline("puzzle17_tail_" + hashlib.sha256((source + BINDING).encode()).hexdigest()[:12],
+                         cpp_sources=BINDING, cuda_sources=source, functions=["run_into"],
+                         extra_cuda_cflags=["-O3"], no_implicit_headers=True)
     return {"kernel": kernel, "k": weights["k"], "side": torch.cuda.Stream()}
 
 

@@ -34,25 +34,39 @@ rmsnorm(const float* __restrict__ x, const float* __restrict__ gain, float* __re
 }
 """
 
+# Its launch, in the same CUDA source: plain pointers, so nvcc compiles no torch header (with them, each edit's
+# build took about a minute: benchmarks/kernel_build.py; puzzle12's MEASUREMENTS.md).
 LAUNCHER = r"""
-torch::Tensor run(torch::Tensor x, torch::Tensor gain) {
-    int rows = x.size(0), dim = x.size(1);
-    TORCH_CHECK(dim <= MAX_DIM, "rows wider than MAX_DIM");
-    auto out = torch::empty_like(x);
+bool fits(int dim) { return dim <= MAX_DIM; }
+void launch(const float* x, const float* gain, float* out, int rows, int dim) {
     int bytes = dim * sizeof(float);  // room for this row, and no more: it decides how many blocks an SM holds
     cudaFuncSetAttribute(rmsnorm, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    rmsnorm<<<rows, THREADS, bytes>>>(x.data_ptr<float>(), gain.data_ptr<float>(), out.data_ptr<float>(), dim, 1e-6f);
+    rmsnorm<<<rows, THREADS, bytes>>>(x, gain, out, dim, 1e-6f);
+}
+"""
+
+# Torch's side, in the C++ source: the output made, the launch called, and the function Python calls.
+BINDING = r"""
+#include <torch/extension.h>
+bool fits(int dim);
+void launch(const float* x, const float* gain, float* out, int rows, int dim);
+torch::Tensor run(torch::Tensor x, torch::Tensor gain) {
+    int rows = x.size(0), dim = x.size(1);
+    TORCH_CHECK(fits(dim), "rows wider than MAX_DIM");
+    auto out = torch::empty_like(x);
+    launch(x.data_ptr<float>(), gain.data_ptr<float>(), out.data_ptr<float>(), rows, dim);
     return out;
 }
 """
 
 
 def build(kernel: str, launcher: str):
-    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash."""
-    source = "#include <torch/extension.h>\n" + kernel + launcher
-    name = "puzzle20_" + hashlib.sha256(source.encode()).hexdigest()[:12]
-    return load_inline(name, cpp_sources="torch::Tensor run(torch::Tensor x, torch::Tensor gain);",
-                       cuda_sources=source, functions=["run"], extra_cuda_cflags=["-O3"])
+    """Compiled once per source, for this GPU (torch keeps the build in its extensions folder), named by its hash.
+    Each source includes only what it needs (no_implicit_headers)."""
+    source = "#include <cuda_runtime.h>\n" + kernel + launcher
+    name = "puzzle20_" + hashlib.sha256((source + BINDING).encode()).hexdigest()[:12]
+    return load_inline(name, cpp_sources=BINDING, cuda_sources=source, functions=["run"],
+                       extra_cuda_cflags=["-O3"], no_implicit_headers=True)
 
 
 def prepare(weights: dict, device: str):
