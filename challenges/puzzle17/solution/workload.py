@@ -43,8 +43,8 @@ scores(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
 LAUNCHER = r"""
 int group() { return GROUP; }  // query heads a key head, for the binding
 void launch(const void* q, const void* k, float* out, int batch, int kv_heads, int seq) {
-    scores<<<batch * kv_heads * GROUP * (seq / CHUNK), THREADS>>>(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), out,
-                              batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
+    scores<<<batch * kv_heads * GROUP * (seq / CHUNK), THREADS>>>(static_cast<const __nv_bfloat16*>(q),
+        static_cast<const __nv_bfloat16*>(k), out, batch, kv_heads, seq, 1.0f / sqrtf((float)DIM));
 }
 """
 
