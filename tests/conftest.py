@@ -456,6 +456,12 @@ def small_puzzle0(tmp_path_factory):
     return load_puzzle(folder)
 
 
+def shared_folder(tmp_path_factory, worker_id: str) -> Path:
+    """A folder every test process of this session sees, for what one of them makes for all (under a lock): the one
+    above pytest-xdist's workers' own; a session without xdist has its own folder."""
+    return tmp_path_factory.getbasetemp().parent if worker_id != "master" else tmp_path_factory.getbasetemp()
+
+
 @pytest.fixture(scope="session")
 def puzzle0_profile(tmp_path_factory, worker_id) -> dict:
     """The full-size puzzle0 baseline's torch profile, taken once for all the session's test processes (9 s of CPU
@@ -467,8 +473,7 @@ def puzzle0_profile(tmp_path_factory, worker_id) -> dict:
     from tutor.progress import Progress
     from tutor.workspace import init_workspace
 
-    # pytest-xdist's workers share the folder above their own; a session without it has its own folder.
-    shared = tmp_path_factory.getbasetemp().parent if worker_id != "master" else tmp_path_factory.getbasetemp()
+    shared = shared_folder(tmp_path_factory, worker_id)
     with open(shared / "puzzle0-profile.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         ws = init_workspace(shared / "puzzle0-profiled", remember=False)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shrink_puzzle0
+from conftest import shared_folder, shrink_puzzle0
 
 pytestmark = pytest.mark.first  # its install is the suite's longest piece: begun first, it ends beside the rest
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,10 +35,25 @@ def tracked_files() -> list[str]:
                 if p.is_file() and "__pycache__" not in p.parts]
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """A fresh venv with the wheel installed: its bin/ folder."""
-    tmp = tmp_path_factory.mktemp("wheel")
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory, worker_id) -> Path:
+    """A fresh venv with the wheel installed: its bin/ folder. Built once for the session's test processes (pytest-xdist
+    may hand this file's two tests to two of them: 7 core-seconds each time)."""
+    import fcntl
+
+    shared = shared_folder(tmp_path_factory, worker_id)
+    tmp = shared / "wheel"
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (tmp / "installed").is_file():
+            shutil.rmtree(tmp, ignore_errors=True)  # a build cut short by a test process that failed
+            build_and_install(tmp)
+            (tmp / "installed").touch()
+    return tmp / "venv" / "bin"
+
+
+def build_and_install(tmp: Path) -> None:
+    """The wheel built from a copy of the sources in tmp/dist, installed into a fresh venv in tmp/venv."""
     src = tmp / "src"  # setuptools writes build/ and egg-info beside the sources: not in the repo
     for name in SHIPPED:
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -57,7 +72,6 @@ def installed(tmp_path_factory) -> Path:
     # Dependencies from ours, after the venv's own site-packages (and no .pth of ours runs there,
     # so our editable install of the tutor stays out).
     Path(site, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return venv / "bin"
 
 
 def test_the_wheel_holds_every_file_of_the_tutor_its_puzzles_and_graders(installed):
