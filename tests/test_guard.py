@@ -1,0 +1,53 @@
+"""The harness's tamper check (tutor.harness.guard) on its own, in this process: what it reads of a class, and that
+a patch anywhere along a class's bases is found."""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType, SimpleNamespace
+
+from tutor.harness import guard
+from tutor.harness.worker import Worker
+
+
+def test_a_classs_members_are_what_getattr_static_finds_for_each_name_of_dir():
+    # The definition the faster reading replaced (verify() runs after every call), on every class the harness watches.
+    strict, libraries = Worker._namespaces(SimpleNamespace(spec=ModuleType("spec"), device=object()))
+    classes = [v for v in {**strict, **libraries}.values() if isinstance(v, type)]
+    assert len(classes) > 20
+    for cls in classes:
+        read = {name: value for name, (value, _) in guard._members(cls).items()}
+        expected = {name: inspect.getattr_static(cls, name, None) for name in dir(cls) if name != "__warningregistry__"}
+        assert read.keys() == expected.keys(), cls
+        assert all(read[name] is expected[name] for name in expected), cls
+
+
+class Base:
+    def timed(self):
+        return 1
+
+
+class Timer(Base):
+    pass
+
+
+def test_a_patch_on_a_base_class_or_a_swapped_function_body_is_a_change():
+    watched = guard.Guard({})
+    watched.freeze({"Timer": Timer}, {})
+    original = Base.timed
+    try:
+        Base.timed = lambda self: 0
+        watched.verify()
+    finally:
+        Base.timed = original
+    assert "the harness or its timer was modified: Timer.timed" in watched.violations
+
+    watched = guard.Guard({})
+    watched.freeze({"Timer": Timer}, {})
+    body = Base.timed.__code__
+    try:
+        Base.timed.__code__ = (lambda self: 0).__code__
+        watched.verify()
+    finally:
+        Base.timed.__code__ = body
+    assert "the harness or its timer was modified: Timer.timed" in watched.violations
