@@ -10,8 +10,11 @@ violation that fails the grade, instead of a speed-up.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
 import inspect
+import operator
 import os
 import resource
 import signal
@@ -87,8 +90,8 @@ class Guard:
 
     def freeze(self, strict: dict[str, object], libraries: dict[str, object]) -> None:
         """Remember `strict` namespaces (any change counts) and `libraries` (a change made by learner code counts)."""
-        self._frozen = {"strict": {k: _members(v) for k, v in strict.items()},
-                        "libraries": {k: _members(v) for k, v in libraries.items()}, "hooks": _hooks()}
+        self._frozen = {"strict": {k: _Snapshot(v) for k, v in strict.items()},
+                        "libraries": {k: _Snapshot(v) for k, v in libraries.items()}, "hooks": _hooks()}
         self._namespaces = {**strict, **libraries}
 
     def verify(self) -> None:
@@ -96,8 +99,11 @@ class Guard:
             return
         changed = {"strict": [], "libraries": []}
         for kind in changed:
-            for label, before in self._frozen[kind].items():
-                now = _members(self._namespaces[label])
+            for label, snapshot in self._frozen[kind].items():
+                items = _items(self._namespaces[label])
+                if snapshot.unchanged(items):
+                    continue
+                before, now = snapshot.members, _with_code(items)
                 for key in before.keys() | now.keys():
                     old, new = before.get(key, (None, None)), now.get(key, (None, None))
                     if old[0] is new[0] and old[1] is new[1]:
@@ -159,26 +165,57 @@ def _token(path: str) -> str:
     return name if os.path.splitext(name)[1] else f"{os.path.basename(head)}/{name}"
 
 
-def _members(namespace) -> dict[str, tuple]:
-    """name -> (object, its code): a swapped function body counts as a change too."""
+class _Snapshot:
+    """A namespace's members as freeze() found them, and the same as flat tuples: verify() runs after every call,
+    and a namespace nobody touched is told apart from them at C speed (its 4,700 members, name by name, were most of
+    a check's harness time on a small workload)."""
+
+    def __init__(self, namespace) -> None:
+        items = _items(namespace)
+        self.members = _with_code(items)
+        self.names, self.values = tuple(items), tuple(items.values())
+        self.functions = tuple(f for f in map(_function, self.values) if f is not None)
+        self.codes = tuple(map(_CODE, self.functions))
+
+    def unchanged(self, items: dict) -> bool:
+        """The same names in the same order, each the same object, each function's body the same."""
+        return (tuple(items) == self.names and all(map(operator.is_, items.values(), self.values))
+                and all(map(operator.is_, map(_CODE, self.functions), self.codes)))
+
+
+def _items(namespace) -> dict:
+    """name -> object, as learner code would patch it: a module's globals, or each name a class has."""
     if isinstance(namespace, type):
         # What inspect.getattr_static finds for each name of dir(): the nearest class of the MRO that holds it.
-        # Read from the MRO's own dicts, as it does, 20 times faster (verify() runs after every call: torch.Tensor's
-        # 800 names took 3.5 ms a call that way, the harness's classes 9 ms more).
+        # Read from the MRO's own dicts, as it does, 20 times faster (torch.Tensor's 800 names took 3.5 ms that
+        # way, the harness's classes 9 ms more).
         found = {}
         for klass in reversed(namespace.__mro__):
             found.update(vars(klass))
-        items = found.items()
     else:
-        items = vars(namespace).items()
-    # Python adds __warningregistry__ to a module whose code raised a warning.
-    return {k: (v, _code(v)) for k, v in items if k != "__warningregistry__"}
+        found = dict(vars(namespace))
+    found.pop("__warningregistry__", None)  # Python adds it to a module whose code raised a warning
+    return found
+
+
+def _with_code(items: dict) -> dict[str, tuple]:
+    """name -> (object, its code): a swapped function body counts as a change too."""
+    return {k: (v, _code(v)) for k, v in items.items()}
+
+
+_CODE = operator.attrgetter("__code__")
+
+
+def _function(value):
+    """The plain function behind `value`, or None."""
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    return value if isinstance(value, types.FunctionType) else None
 
 
 def _code(value):
-    if isinstance(value, (staticmethod, classmethod)):
-        value = value.__func__
-    return value.__code__ if isinstance(value, types.FunctionType) else None
+    function = _function(value)
+    return None if function is None else function.__code__
 
 
 def _foreign(old, new) -> bool:
@@ -206,9 +243,19 @@ def _hooks() -> dict[str, object]:
              "a torch dispatch mode": torch._C._len_torch_dispatch_stack()}
     for which in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
         hooks[f"signal.setitimer({which})"] = signal.getitimer(getattr(signal, which))
-    for sig in signal.valid_signals():
+    for sig, name in _signal_names():
         try:
-            hooks[f"a {signal.Signals(sig).name} handler"] = id(signal.getsignal(sig))
+            hooks[f"a {name} handler"] = id(signal.getsignal(sig))
         except (ValueError, OSError):
             pass
     return hooks
+
+
+@functools.cache
+def _signal_names() -> tuple[tuple[int, str], ...]:
+    """Each signal this system has, with its name (read once: an enum lookup a signal was a third of a verify)."""
+    names = []
+    for sig in signal.valid_signals():
+        with contextlib.suppress(ValueError):
+            names.append((sig, signal.Signals(sig).name))
+    return tuple(names)
