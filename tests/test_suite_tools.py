@@ -32,6 +32,27 @@ def test_the_suite_cpu_plugin_reads_the_machines_busy_time_and_names_each_tests_
         "the app's tests and snapshots")  # run from a clone, whose folder pytest may name first
 
 
+def test_the_process_log_has_a_line_for_each_fresh_python_and_counts_them_by_kind(tmp_path):
+    """benchmarks/process_log, where README's count of the suite's fresh interpreters comes from."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).parents[1] / "benchmarks" / "process_log"
+    log = tmp_path / "processes.jsonl"
+    env = {**os.environ, "INFPROF_PROCESS_LOG": str(log), "PYTHONPATH": str(folder)}
+    # The second's forked child exits through Python, as its parent does: only the parent is logged.
+    for code in ("import json", "import os, sys; pid = os.fork(); os.waitpid(pid, 0) if pid else sys.exit(0)"):
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["argv"], r["torch"]) for r in rows] == [(["-c"], False)] * 2 and all(r["cpu_s"] >= 0 for r in rows)
+    summary = subprocess.run([sys.executable, str(folder / "sitecustomize.py"), str(log)], capture_output=True,
+                             text=True, check=True).stdout
+    assert summary.split()[2:4] == ["2", "x"] and summary.split()[4] == "-c"
+
+
 def test_suite_time_reads_pytests_counts_and_the_machines_busy_time():
     """benchmarks/suite_time.py, where README's timings of make test come from."""
     from pathlib import Path
