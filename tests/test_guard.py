@@ -53,3 +53,18 @@ def test_a_patch_on_a_base_class_or_a_swapped_function_body_is_a_change():
     finally:
         Base.timed.__code__ = body
     assert "the harness or its timer was modified: Timer.timed" in watched.violations
+
+
+def test_its_cost_benchmark_times_a_verify_that_finds_nothing(monkeypatch, capsys):
+    """benchmarks/guard_cost.py, where README's figure of a verify's cost comes from."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from tutor.harness.loading import load_module
+
+    bench = load_module(Path(__file__).parents[1] / "benchmarks" / "guard_cost.py", "guard_cost", ())
+    monkeypatch.setattr(sys, "argv", ["guard_cost.py", "--calls", "5", "--json"])
+    bench.main()
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["verify_ms"] > 0 and figures["freeze_ms"] > 0 and figures["members"] > 1000
