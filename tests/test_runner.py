@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -172,12 +173,20 @@ def seed_without(folder: Path, cache: str, left_out: tuple[str, ...]) -> None:
     `left_out`, which a run must write again: torch's every module compiled into an empty one was 7 of this test's
     10 core-seconds."""
     if Path(cache).is_dir():
+        # The warm harness and cold runs may be writing into it meanwhile: importlib writes NAME.pyc.ID, then
+        # renames it. Such a file is left out, and one gone before it was linked is one the run writes itself.
         def link(source, target):
             try:
                 os.link(source, target)
+            except FileNotFoundError:
+                pass
             except OSError:  # another file system
-                shutil.copy2(source, target)
-        shutil.copytree(cache, folder, copy_function=link)
+                with contextlib.suppress(FileNotFoundError):
+                    shutil.copy2(source, target)
+
+        def unfinished(folder, names):
+            return [n for n in names if ".pyc." in n]
+        shutil.copytree(cache, folder, copy_function=link, ignore=unfinished)
     for pattern in left_out:
         for path in folder.rglob(pattern):
             path.unlink()
