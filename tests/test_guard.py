@@ -68,3 +68,21 @@ def test_its_cost_benchmark_times_a_verify_that_finds_nothing(monkeypatch, capsy
     bench.main()
     figures = json.loads(capsys.readouterr().out)
     assert figures["verify_ms"] > 0 and figures["freeze_ms"] > 0 and figures["members"] > 1000
+
+
+def test_a_namespace_changed_harmlessly_once_is_still_watched_after():
+    # torch.save adds __slotnames__ to a class it pickles: no violation, and a patch after it is still found.
+    watched = guard.Guard({})
+    watched.freeze({"Timer": Timer}, {})
+    original = Base.timed
+    try:
+        Timer.__slotnames__ = []
+        watched.verify()
+        watched.verify()
+        assert not [v for v in watched.violations if "modified" in v]
+        Base.timed = lambda self: 0
+        watched.verify()
+    finally:
+        Base.timed = original
+        del Timer.__slotnames__
+    assert "the harness or its timer was modified: Timer.timed" in watched.violations

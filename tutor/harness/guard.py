@@ -102,7 +102,8 @@ class Guard:
             for label, snapshot in self._frozen[kind].items():
                 items = _items(self._namespaces[label])
                 if snapshot.unchanged(items):
-                    continue
+                    continue  # as it was at the last verify, which noted whatever it found
+                snapshot.seen(items)
                 before, now = snapshot.members, _with_code(items)
                 for key in before.keys() | now.keys():
                     old, new = before.get(key, (None, None)), now.get(key, (None, None))
@@ -166,19 +167,25 @@ def _token(path: str) -> str:
 
 
 class _Snapshot:
-    """A namespace's members as freeze() found them, and the same as flat tuples: verify() runs after every call,
-    and a namespace nobody touched is told apart from them at C speed (some 5,000 members, name by name, were nearly
-    half the CPU of a 30-round check of a trivial workload)."""
+    """A namespace's members as freeze() found them, and the state verify() last compared with them as flat tuples:
+    verify() runs after every call, and a namespace as it was at the last verify, whose comparison would come out
+    the same again, is told apart at C speed (some 5,000 members, name by name, were nearly half the CPU of a
+    30-round check of a trivial workload). The last state, not the first: torch.save adds __slotnames__ to
+    torch.Tensor the first time the worker sends a tensor, and every verify after compared it name by name again."""
 
     def __init__(self, namespace) -> None:
         items = _items(namespace)
         self.members = _with_code(items)
+        self.seen(items)
+
+    def seen(self, items: dict) -> None:
+        """`items` compared with the members: the next verify need not compare them again."""
         self.names, self.values = tuple(items), tuple(items.values())
         self.functions = tuple(f for f in map(_function, self.values) if f is not None)
         self.codes = tuple(map(_CODE, self.functions))
 
     def unchanged(self, items: dict) -> bool:
-        """The same names in the same order, each the same object, each function's body the same."""
+        """The same names in the same order as when last seen, each the same object, each function's body the same."""
         return (tuple(items) == self.names and all(map(operator.is_, items.values(), self.values))
                 and all(map(operator.is_, map(_CODE, self.functions), self.codes)))
 
