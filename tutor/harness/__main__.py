@@ -16,6 +16,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from tutor.harness.collector import imports_kept
 from tutor.harness.events import EventSink
 from tutor.harness.loading import HarnessFailure
 
@@ -43,7 +44,8 @@ def main(argv: list[str], run_request=None) -> int:
 
 def run(request: dict, sink: EventSink) -> dict:
     sink.stage("importing", "torch")
-    import torch  # noqa: F401 - imported once here, before any fork, for every process of the run
+    with imports_kept():
+        import torch  # noqa: F401 - imported once here, before any fork, for every process of the run
 
     if request["mode"] == "check":
         from tutor.harness import lockstep

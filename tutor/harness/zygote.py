@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 
+from tutor.harness.collector import imports_kept
 from tutor.protocol import TERM_GRACE_S
 
 # What a run imports anyway, in the order it would. torch and the harness are always preloaded; the
@@ -382,7 +383,8 @@ def serve_preloaded(module: str, argv: list[str], idle_s: float, server, ready: 
     parser.add_argument("--idle-s", type=float, default=idle_s)
     parser.add_argument("--torch-only", action="store_true", help="preload torch and the harness, no library")
     args = parser.parse_args(argv)
-    preloaded = preload(() if args.torch_only else bonus_libraries())
+    with imports_kept():  # kept to the end, and forked from: out of every collection, here and in the children
+        preloaded = preload(() if args.torch_only else bonus_libraries())
     if cuda_survives_fork() is False:
         if args.torch_only:
             raise SystemExit("a child forked after `import torch` cannot run CUDA here: runs start cold")
