@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_folder, shrink_puzzle0
+from conftest import exclusively, shared_folder, shrink_puzzle0
 
 pytestmark = pytest.mark.first  # its install is the suite's longest piece: begun first, it ends beside the rest
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,12 +39,9 @@ def tracked_files() -> list[str]:
 def installed(tmp_path_factory, worker_id) -> Path:
     """A fresh venv with the wheel installed: its bin/ folder. Built once for the session's test processes (pytest-xdist
     may hand this file's two tests to two of them: 7 core-seconds each time)."""
-    import fcntl
-
     shared = shared_folder(tmp_path_factory, worker_id)
     tmp = shared / "wheel"
-    with open(shared / "wheel.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusively(shared / "wheel.lock"):
         if not (tmp / "installed").is_file():
             shutil.rmtree(tmp, ignore_errors=True)  # a build cut short by a test process that failed
             build_and_install(tmp)
