@@ -1,11 +1,17 @@
-"""The harness's messages: a large output travels through a file in shared memory, read once and removed; a
-forged message cannot make the reader open any other file."""
+"""The harness's messages: a message of plain values goes as JSON, any other torch's way, each back as it was sent; a
+large output travels through a file in shared memory, read once and removed; a forged message cannot make the reader
+open any other file or run any code."""
 
 from __future__ import annotations
 
+import functools
 import io
+import json
+import math
 import os
 import multiprocessing as mp
+import threading
+from unittest import mock
 
 import pytest
 import torch
@@ -73,6 +79,67 @@ def test_a_spill_folder_too_small_for_the_message_is_not_tried(pipe, monkeypatch
     assert torch.equal(wire.recv(ours)["out"], torch.ones(8))
 
 
+def sent_and_read(pipe, message) -> tuple[bytes, dict]:
+    """What `message` is on the pipe, and what the reader makes of it."""
+    ours, theirs = pipe
+    wire.send(theirs, message)
+    data = ours.recv_bytes()
+    theirs.send_bytes(data)
+    return data, wire.recv(ours)
+
+
+def test_plain_values_go_as_json_and_come_back_as_they_were(pipe):
+    message = {"op": "time", "seeds": [3, -1, 2**62], "ms": [0.1, -0.0, 1e-300, math.inf], "ok": True, "n": None,
+               "name": "mine é \ud800", "nested": {"a": [{"b": []}]}}
+    data, got = sent_and_read(pipe, message)
+    assert data.startswith(b"{") and json.loads(data) is not None
+    assert got == message and [type(v) for v in got["ms"]] == [float] * 4 and str(got["ms"][1]) == "-0.0"
+    data, got = sent_and_read(pipe, {"ms": [math.nan]})
+    assert data.startswith(b"{") and math.isnan(got["ms"][0])
+
+
+@pytest.mark.parametrize("message", [{"strides": (4, 1)}, {"by_seed": {3: 1.0}}, {"out": torch.ones(2)},
+                                     {"deep": functools.reduce(lambda a, _: [a], range(40), [])}])
+def test_anything_json_would_not_give_back_as_it_was_goes_torchs_way(pipe, message):
+    """A tuple (JSON's comes back a list), a key that is not a string, a tensor, a message nested deeper than
+    MAX_PLAIN_DEPTH."""
+    data, got = sent_and_read(pipe, message)
+    assert data.startswith(b"PK")
+    [(key, value)] = message.items()
+    assert type(got[key]) is type(value)
+    assert torch.equal(got[key], value) if isinstance(value, torch.Tensor) else got[key] == value
+
+
+def test_a_subclass_of_a_plain_type_is_not_sent_as_its_base():
+    assert not wire.plain({"flag": type("Flag", (int,), {})(1)}) and not wire.plain([type("S", (str,), {})("x")])
+
+
+def test_the_numbers_a_worker_reports_are_written_by_no_function_learner_code_could_replace(pipe, monkeypatch):
+    """json.dumps and the encoder class behind it, replaced in the worker's process as learner code could: what
+    goes on the pipe is the message as it was."""
+    monkeypatch.setattr(json, "dumps", lambda *a, **k: '{"ms": [0.001]}')
+    monkeypatch.setattr(json.JSONEncoder, "encode", lambda self, o: '{"ms": [0.001]}')
+    monkeypatch.setattr(json.JSONEncoder, "iterencode", lambda self, o, _one_shot=False: iter(['{"ms": [0.001]}']))
+    assert sent_and_read(pipe, {"ms": [12.5]})[1] == {"ms": [12.5]}
+
+
+@pytest.mark.parametrize("data", [b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}", b'{"a": 1', b"{}x",
+                                  b'{"n": ' + b"9" * 5000 + b"}"])
+def test_a_forged_json_message_is_refused(pipe, data):
+    """Nested past what the reader can follow, cut short, trailing bytes, an int too long to read."""
+    ours, theirs = pipe
+    theirs.send_bytes(data)
+    with pytest.raises(ValueError):
+        wire.recv(ours)
+
+
+def test_a_forged_json_message_naming_a_file_not_spilled_by_a_sender_is_refused_unread(pipe):
+    ours, theirs = pipe
+    theirs.send_bytes(json.dumps({wire.SPILL: "../../etc/passwd"}).encode())
+    with pytest.raises(ValueError, match="as its message's file"):
+        wire.recv(ours)
+
+
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/hostname", "elsewhere.pt", f"{wire.SPILL_PREFIX}x/../y", 7])
 def test_a_message_naming_a_file_not_spilled_by_a_sender_is_refused_unread(pipe, name):
     ours, theirs = pipe
@@ -122,3 +189,34 @@ def test_a_runs_large_outputs_travel_through_shared_memory_whole_and_leave_nothi
     checks = result["checks"] + result["timed_checks"]
     assert len(checks) >= 4 and all(c["rel_l2"] == 1.0 for c in checks), checks
     assert set(wire.spill_dir().glob(f"{wire.SPILL_PREFIX}*")) <= before
+
+
+@pytest.mark.parametrize("op, as_json", [("step", False), ("submit", False), ("time", True), ("open_server", True)])
+def test_a_serving_replays_steps_keep_torchs_encoding_both_ways(op, as_json):
+    """The round trips a serving replay's clock holds (wire.REPLAY_OPS) go as puzzle18's tiers were set with; every
+    other operation, asked and answered, as JSON."""
+    from tutor.harness.lockstep import Side
+    from tutor.harness.worker import serve
+
+    ours, theirs = mp.Pipe()
+    asked = []
+
+    class Recording:
+        def recv_bytes(self):
+            data = theirs.recv_bytes()
+            asked.append(data)
+            return data
+
+        def send_bytes(self, data):
+            asked.append(data)
+            theirs.send_bytes(data)
+
+    side = Side("ruler", os.getpid(), ours, ["baseline"])
+    worker = threading.Thread(target=serve, args=(Recording(), {}, ["baseline"], None))
+    with mock.patch("tutor.harness.worker.answer", lambda worker, message: {}), \
+            mock.patch("tutor.harness.worker.Worker", lambda *args: object()):
+        worker.start()
+        side.ask(op, name="baseline")
+        ours.close()
+        worker.join(10)
+    assert [data.startswith(b"{") for data in asked] == [as_json, as_json]
