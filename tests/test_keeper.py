@@ -8,6 +8,7 @@ code does reaches the next check. A cancelled check ends the keeper, and the nex
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
 import threading
@@ -222,6 +223,8 @@ def test_a_run_on_the_gpu_has_every_kept_ruler_let_go_of_it_first(workspace, sma
 def test_a_grade_beside_a_watch_session_has_the_gpu_to_itself(workspace, monkeypatch):
     """puzzle1: a watch session's check leaves its ruler's process on the GPU; a grade then has it end before it
     starts, and its verdict names no other process that had the GPU open."""
+    import torch
+
     from tutor import actions
     from tutor.catalog import get_puzzle
     from tutor.reference import ready_to_grade
@@ -237,6 +240,10 @@ def test_a_grade_beside_a_watch_session_has_the_gpu_to_itself(workspace, monkeyp
         concerns = verdict.environment.get("concerns", [])
         print("after the grade:", keeper.ask("status"), verdict.tier, concerns)
         assert keeper.ask("status")["ruler"] is None and not os.path.exists(f"/proc/{ruler}")
-        assert verdict.tier and not any("other processes" in c for c in concerns), concerns
+        # This test process may hold a CUDA context of its own, from a GPU test before it in the session.
+        ours = {os.getpid()} if torch.cuda.is_initialized() else set()
+        others = [c for c in concerns if "other processes" in c]
+        named = {int(pid) for c in others for pid in re.findall(r"pid (\d+)", c)}
+        assert verdict.tier and (not others or named and named <= ours), concerns
     finally:
         keeper.stop()
