@@ -18,8 +18,8 @@ from __future__ import annotations
 import io
 import json
 import os
-from _json import encode_basestring_ascii, make_encoder
 import tempfile
+from _json import encode_basestring_ascii, make_encoder
 from multiprocessing.connection import Connection
 from pathlib import Path
 
