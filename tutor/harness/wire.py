@@ -53,14 +53,14 @@ def spill_dir() -> Path:
 def send(conn: Connection, message: dict, as_json: bool = True) -> None:
     """`message` down the pipe: as JSON where it is plain and `as_json`, else torch's way (through a file where
     it carries more than SPILL_BYTES of tensors)."""
+    if as_json and plain(message):  # no tensor in it: nothing to spill, and no second walk of it to find out
+        conn.send_bytes("".join(_ENCODE(message, 0)).encode())
+        return
     size = tensor_bytes(message)
     if size > SPILL_BYTES:
         folder = spill_dir()
         if _room(folder) > 2 * size:  # a container's /dev/shm may be 64 MB
             message = _spilled(message, folder)
-    if as_json and plain(message):
-        conn.send_bytes("".join(_ENCODE(message, 0)).encode())
-        return
     buffer = io.BytesIO()
     torch.save(message, buffer)
     conn.send_bytes(buffer.getvalue())
