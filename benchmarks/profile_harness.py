@@ -1,10 +1,11 @@
 """Where a grade's harness process spends its time, function by function (cProfile).
 
-    python benchmarks/profile_harness.py puzzle2 [--which reference|baseline] [--top 30]
+    python benchmarks/profile_harness.py puzzle2 [--which reference|baseline|alternatives/NAME] [--top 30]
 
 Runs the grade's check request in this process (the same `tutor.harness` code the subprocess
-runs), with the reference solution or the baseline as `mine`, and prints each stage's seconds
-and the functions with the most cumulative time. For finding what makes `grade` slow.
+runs), with the reference solution, the baseline or an alternative as `mine`, and prints each stage's seconds
+and the functions with the most cumulative time. For finding what makes `grade` slow. The functions are the
+coordinator's: the two sides (the puzzle's workloads, and `mine`) run in processes forked from it.
 """
 
 from __future__ import annotations
@@ -37,17 +38,20 @@ class StageClock:
     def emit(self, *_args, **_fields) -> None:
         pass
 
+    def close(self) -> None:  # a forked side forgets the sink; nothing to forget here
+        pass
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("puzzle")
-    parser.add_argument("--which", choices=["reference", "baseline"], default="reference")
+    parser.add_argument("--which", default="reference", help="reference, baseline or alternatives/NAME")
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     ws = scratch_workspace("infprof-profile-")
-    if args.which == "reference":
-        shutil.copy2(puzzle.solution_path(), ws.editable_path(puzzle, "workload.py"))
+    if args.which != "baseline":
+        shutil.copy2(puzzle.solution_path(args.which), ws.editable_path(puzzle, "workload.py"))
     request = actions.check_request(ws, puzzle, ["mine", *dict.fromkeys(t.vs for t in puzzle.tiers)])
     clock = StageClock()
     profiler = cProfile.Profile()

@@ -332,25 +332,25 @@ def warm_runtime(request, tmp_path_factory, worker_id):
     import os
 
     if worker_id == "master":
-        os.environ["INFPROF_RUNTIME_DIR"], harness = start_warm_harness("ipw")
+        os.environ["INFPROF_RUNTIME_DIR"], harness = start_warm_harness("ipw", preload_all=True)
         yield os.environ["INFPROF_RUNTIME_DIR"]
         harness.stop()
         return
     folder = tmp_path_factory.getbasetemp().parent / "warm"  # the workers' shared folder (short: a socket path)
     folder.mkdir(mode=0o700, exist_ok=True)
     with exclusively(folder / "start.lock"):  # one process starts it, the others wait and own it too
-        own_warm_harness(str(folder))
+        own_warm_harness(str(folder), preload_all=True)
     yield str(folder)  # it ends once every process that owns it has ended
 
 
-def start_warm_harness(prefix: str):
+def start_warm_harness(prefix: str, preload_all: bool = False):
     """A warm harness owned by this test process, in a new runtime folder: (the folder, the harness).
 
     Sets INFPROF_RUNTIME_DIR to the folder; the caller restores it if it must."""
     import tempfile
 
     folder = tempfile.mkdtemp(prefix=prefix)  # short: a socket path has 108 bytes
-    return folder, own_warm_harness(folder)
+    return folder, own_warm_harness(folder, preload_all)
 
 
 def started_keeper(workspace, puzzle_id: str, monkeypatch, wait_s: float = 90.0):
@@ -369,16 +369,22 @@ def started_keeper(workspace, puzzle_id: str, monkeypatch, wait_s: float = 90.0)
     return keeper
 
 
-def own_warm_harness(folder: str):
+def own_warm_harness(folder: str, preload_all: bool = False):
     """The warm harness of runtime folder `folder`, started unless it runs, this test process one of its owners.
+    `preload_all`: with Dynamo and Inductor preloaded, as on a GPU machine, where a CPU build's would have torch
+    alone: the session's harness, whose torch.compile runs each imported them again (2.5 s of CPU a run).
 
     Sets INFPROF_RUNTIME_DIR to the folder."""
     import os
 
+    from tutor.harness.zygote import PRELOAD_ENV
     from tutor.warm import WarmHarness
     os.environ["INFPROF_RUNTIME_DIR"] = folder
     harness = WarmHarness.for_env()
-    harness.start(owner=os.getpid())
+    with pytest.MonkeyPatch.context() as patch:  # its process alone: not the runs it forks, nor later harnesses
+        if preload_all:
+            patch.setenv(PRELOAD_ENV, "all")
+        harness.start(owner=os.getpid())
     assert harness.wait_ready(owner=os.getpid()), harness.log_path.read_text()
     return harness
 

@@ -284,6 +284,17 @@ def test_the_warm_harness_preloads_the_libraries_of_cuda_puzzles_where_torch_can
         assert "torch._dynamo" not in preloaded, preloaded
 
 
+def test_infprof_preload_all_preloads_the_libraries_on_any_build(monkeypatch):
+    """For a harness whose runs compile on a CPU build, as the test suite's do."""
+    import torch
+
+    from tutor.harness.zygote import LIBRARIES, PRELOAD_ENV, bonus_libraries
+    monkeypatch.setenv(PRELOAD_ENV, "all")
+    assert bonus_libraries() == LIBRARIES
+    monkeypatch.delenv(PRELOAD_ENV)
+    assert bonus_libraries() == (LIBRARIES if torch.version.cuda or torch.version.hip else ())
+
+
 def test_while_the_libraries_load_a_child_answers_whether_there_is_a_gpu(monkeypatch):
     """Inductor and torchao ask whether there is a GPU as they load: the warm harness's answer is what a child forked
     then found, and the harness itself never asks (the driver, asked, would leave no child able to run CUDA)."""

@@ -38,6 +38,7 @@ from tutor.protocol import TERM_GRACE_S
 # initialises it (gemlite reads the SM count at import, so it is never here; Inductor and torchao ask
 # whether there is a GPU, which a forked child answers for them: gpu_questions_answered_by_a_child).
 LIBRARIES = ("torch._dynamo", "torch._inductor.compile_fx", "triton", "torchao")
+PRELOAD_ENV = "INFPROF_PRELOAD"
 HARNESS = ("tutor.harness.__main__", "tutor.harness.lockstep", "tutor.harness.worker", "tutor.harness.alone")
 MAX_MESSAGE = 1 << 20
 CLIENT_TIMEOUT_S = 10.0
@@ -48,9 +49,12 @@ def bonus_libraries() -> tuple[str, ...]:
     ROCm build. A CPU build runs the CPU puzzles alone, whose runs compile only where learner code asks: Dynamo's and
     Inductor's import there would cost every warm harness and ruler keeper 2.6 s more CPU as it starts (4.4 s against
     1.8 s with torch and the harness alone, on the 2-core machine) for runs that mostly never use them; a run that
-    does imports them itself."""
+    does imports them itself. INFPROF_PRELOAD=all preloads them on a CPU build too, for a harness whose runs compile
+    (the test suite's, whose every torch.compile run paid 2.5 s for them)."""
     import torch
 
+    if os.environ.get(PRELOAD_ENV) == "all":
+        return LIBRARIES
     return LIBRARIES if torch.version.cuda or torch.version.hip else ()
 
 
