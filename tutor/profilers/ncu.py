@@ -148,7 +148,10 @@ def extract(csv_path: Path) -> ProfileMetrics:
     """Kernel table and the top kernel's metrics from an `ncu --csv --page raw` export."""
     import pandas as pd
 
-    raw = pd.read_csv(csv_path, dtype=str, keep_default_na=False, comment=None)
+    # Only the columns read below: an export has 700-800, and parsing them all was most of the reading's time.
+    wanted = {"ID", "Kernel Name", *METRICS}
+    raw = pd.read_csv(csv_path, dtype=str, keep_default_na=False, comment=None,
+                      usecols=lambda c: c in wanted or (c.startswith(STALL_PREFIX) and c.endswith(STALL_SUFFIX)))
     raw = raw[~raw["ID"].astype(str).str.startswith("==")]  # ncu's own log lines, if any slipped in
     units, rows = raw.iloc[0], raw.iloc[1:]  # the first row under the header holds each column's unit
     if rows.empty:
