@@ -32,7 +32,8 @@ COLD_TESTS := tests/test_anticheat.py,tests/test_comparators_out_of_reach.py,tes
 TEST_WORKERS ?= 3
 
 # Bytecode written, whatever the machine's environment says (this one sets PYTHONDONTWRITEBYTECODE): without it every
-# test process compiled the tutor's and the tests' sources again as it collected, 2.6 of its 7.4 core-seconds.
+# test process compiled the tutor's and the tests' sources again as it collected (`pytest --collect-only`: 7.9
+# core-seconds against 4.8).
 test: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxschedchunk 2 --warm-when-ready --also-cold $(COLD_TESTS)
 

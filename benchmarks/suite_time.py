@@ -50,7 +50,9 @@ def time_once(commit: str, keep_cache: bool) -> dict:
     venv = ROOT / ".venv"
     if not (venv / ".installed").exists():
         raise SystemExit("no .venv here: run `make .venv/.installed` first")
-    with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
+    # A process the suite left running may still write into the clone's cache as it is removed: left_running names
+    # it, and the clone goes as far as it can.
+    with tempfile.TemporaryDirectory(prefix="suite-time-", ignore_cleanup_errors=True) as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
@@ -63,12 +65,26 @@ def time_once(commit: str, keep_cache: bool) -> dict:
         busy, start = busy_seconds(), time.monotonic()
         done = subprocess.run(["make", "test"], cwd=clone, env=env, capture_output=True, text=True)
         wall, cpu = time.monotonic() - start, busy_seconds() - busy
+        left = left_running(f"XDG_CACHE_HOME={Path(tmp) / 'cache'}")
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True,
                               text=True).stdout.strip()
     return {"commit": head, "exit": done.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu),
             "summary": summary_line(done.stdout), "cores": os.cpu_count(), "fresh_cache": not keep_cache,
             "torch_import_cpu_s": round(torch_s, 2),
-            "failed": [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]}
+            "failed": [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))],
+            "left_running": left}
+
+
+def left_running(marker: str) -> list[str]:
+    """The command lines of the processes still running whose environment holds `marker` (the suite's own)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker.encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
+        except OSError:  # it ended meanwhile, or is not ours to read
+            continue
+    return found
 
 
 def main(argv: list[str]) -> int:

@@ -42,7 +42,8 @@ def test_its_cuda_source_compiles_without_torchs_headers(builds, path):
     text = "#include <cuda_runtime.h>\n" + module.KERNEL + module.LAUNCHER
     # The device pass (-cubin) reads the whole source, the launcher's host code too, and stops at the kernel's
     # cubin: an undefined name or a torch type anywhere fails it as `-c` would, at a third of -c's CPU (0.4 s against
-    # 1.1 s a source here: -c also runs cudafe++ and gcc over the host's side). Only a host-only branch would escape it.
+    # 1.1 s for a small source here: -c also runs cudafe++ and gcc over the host's side). Only a host-only branch
+    # would escape it.
     assert "__CUDA_ARCH__" not in text
     built = builds / hashlib.sha256(text.encode()).hexdigest()[:20]
     with exclusively(built.with_suffix(".lock")):

@@ -68,6 +68,28 @@ def test_suite_time_reads_pytests_counts_and_the_machines_busy_time():
     assert timer.busy_seconds() > 0
 
 
+def test_suite_time_names_the_processes_a_run_left_running():
+    """A process of the suite's still alive after it, found by the marker in its environment (its cache folder)."""
+    import os
+    import subprocess
+    import sys
+    import uuid
+    from pathlib import Path
+
+    from tutor.harness.loading import load_module
+
+    timer = load_module(Path(__file__).parents[1] / "benchmarks" / "suite_time.py", "suite_time", ())
+    marker = f"XDG_CACHE_HOME=/tmp/{uuid.uuid4().hex}"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, "XDG_CACHE_HOME": marker.split("=", 1)[1]})
+    try:
+        assert [line for line in timer.left_running(marker) if "time.sleep(60)" in line]
+    finally:
+        child.kill()
+        child.wait()
+    assert timer.left_running(marker) == []
+
+
 def test_grade_latency_sums_a_serving_grades_replays_by_side():
     """benchmarks/grade_latency.py's rows: a serving grade's replay stages (each names its side and replay) summed
     by side, the warm-up pair apart, so its table shows the puzzle's server's seconds against the learner's."""
