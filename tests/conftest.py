@@ -398,6 +398,27 @@ def pytest_collection_modifyitems(config, items):
     # The `first` tests ahead of the rest, in order otherwise (a stable sort; every xdist worker sorts alike): the
     # wheel's install, 35 s of one process, was the suite's last test, the other processes done 20-30 s before it.
     items.sort(key=lambda item: item.get_closest_marker("first") is None)
+    items[:] = waiting_files_spread(items)
+
+
+def waiting_files_spread(items: list) -> list:
+    """`items` with the files marked `waits` spread evenly through the others, each file's tests kept together (its
+    module fixtures made once). In name order test_ranks' and test_runner's waits fell together, and test_warm's
+    ended the suite: a core idle while two test processes waited (47 core-seconds of one run's idle time, read
+    from /proc/stat second by second beside each test's start and end)."""
+    blocks: dict = {}  # file -> its items, in order
+    for item in items:
+        blocks.setdefault(item.path, []).append(item)
+    waiting = [b for b in blocks.values() if b[0].get_closest_marker("waits") and not b[0].get_closest_marker("first")]
+    others = [item for b in blocks.values() if b not in waiting for item in b]
+    spread, step = [], len(others) / (len(waiting) + 1)
+    for i, block in enumerate(waiting):
+        spread.append((round(step * (i + 1)), block))
+    ordered, at = [], 0
+    for cut, block in spread:
+        ordered += others[at:cut] + block
+        at = cut
+    return ordered + others[at:]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,8 @@ import pytest
 from tutor import build_locks
 from tutor.runner import RunFailed, run_harness
 
+pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
+
 
 def _lock(caches: dict, side: str, name: str, age_s: float = 0.0):
     lock = caches[side] / "extensions" / name / "lock"

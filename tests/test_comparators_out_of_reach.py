@@ -22,6 +22,8 @@ import pytest
 from tutor.harness import processes
 from tutor.runner import RunFailed, run_harness
 
+pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
+
 # Dynamo's config read where Dynamo is loaded: learner code that set it in this process would have loaded it (a
 # comparator that imported Dynamo itself cost each of these tests Dynamo's import, 1.5-2.5 s of CPU here).
 WATCHFUL_BASELINE = """

@@ -14,6 +14,8 @@ import pytest
 from tutor.harness import ranks
 from tutor.harness.loading import HarnessFailure
 
+pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
+
 
 def handler(rank: int, world: int, message: dict) -> dict:
     """What a multi-GPU workload's ranks do, in miniature: a collective, a failure, a hang, a timed call."""

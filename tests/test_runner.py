@@ -13,6 +13,8 @@ from conftest import IDENTITY
 from tutor.runner import RunFailed, RunFailedEnvironment, run_harness
 from tutor.warm import bytecode_cache
 
+pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
+
 
 def run(request, tmp_path, timeout_s=120):
     events = []

@@ -174,3 +174,23 @@ def test_kernel_build_reads_each_step_and_the_builds_span_from_ninjas_log(tmp_pa
                                          "17504\t18001\t1764460000000000000\tpuzzle12_94e190594794.so\t77d0\n")
     steps, span = timer.ninja_steps(tmp_path)
     assert steps == {"cuda.cuda.o": 1.512, "main.o": 17.502, "puzzle12_94e190594794.so": 0.497} and span == 18.001
+
+
+def test_the_files_that_wait_are_spread_through_the_others_each_kept_whole():
+    """tests/conftest.waiting_files_spread: each `waits` file's tests together, the files apart, the rest in order."""
+    from pathlib import Path
+
+    from conftest import waiting_files_spread
+
+    class Item:
+        def __init__(self, path, n, waits=False, first=False):
+            self.path, self.name, self.marks = Path(path), f"{path}:{n}", {"waits": waits, "first": first}
+
+        def get_closest_marker(self, name):
+            return self.marks.get(name) or None
+
+    items = ([Item("w1", i, waits=True) for i in range(3)] + [Item("a", i) for i in range(6)]
+             + [Item("w2", i, waits=True) for i in range(2)] + [Item("b", i) for i in range(6)])
+    names = [i.name for i in waiting_files_spread(items)]
+    assert names == ["a:0", "a:1", "a:2", "a:3", "w1:0", "w1:1", "w1:2", "a:4", "a:5", "b:0", "b:1", "w2:0", "w2:1",
+                     "b:2", "b:3", "b:4", "b:5"]

@@ -25,6 +25,8 @@ from conftest import start_warm_harness
 from tutor.runner import HarnessRun, RunFailed, run_harness
 from tutor.warm import WarmHarness, fingerprint, harness_environment
 
+pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
+
 # What the learner's process holds: its open files by kind, its environment's names, its session.
 LOOK_AROUND = """
 import json, os, torch
