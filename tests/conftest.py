@@ -406,16 +406,14 @@ def waiting_files_spread(items: list) -> list:
     module fixtures made once). In name order test_ranks' and test_runner's waits fell together, and test_warm's
     ended the suite: a core idle while two test processes waited (47 core-seconds of one run's idle time, read
     from /proc/stat second by second beside each test's start and end)."""
-    blocks: dict = {}  # file -> its items, in order
+    waiting: dict = {}  # file -> its tests, in order
     for item in items:
-        blocks.setdefault(item.path, []).append(item)
-    waiting = [b for b in blocks.values() if b[0].get_closest_marker("waits") and not b[0].get_closest_marker("first")]
-    others = [item for b in blocks.values() if b not in waiting for item in b]
-    spread, step = [], len(others) / (len(waiting) + 1)
-    for i, block in enumerate(waiting):
-        spread.append((round(step * (i + 1)), block))
-    ordered, at = [], 0
-    for cut, block in spread:
+        if item.get_closest_marker("waits") and not item.get_closest_marker("first"):
+            waiting.setdefault(item.path, []).append(item)
+    others = [item for item in items if item.path not in waiting]
+    step, ordered, at = len(others) / (len(waiting) + 1), [], 0
+    for i, block in enumerate(waiting.values()):
+        cut = round(step * (i + 1))
         ordered += others[at:cut] + block
         at = cut
     return ordered + others[at:]
