@@ -151,7 +151,7 @@ def extract(csv_path: Path) -> ProfileMetrics:
     # Only the columns read below: an export has 700-800, and parsing them all was most of the reading's time.
     wanted = {"ID", "Kernel Name", *METRICS}
     raw = pd.read_csv(csv_path, dtype=str, keep_default_na=False, comment=None,
-                      usecols=lambda c: c in wanted or (c.startswith(STALL_PREFIX) and c.endswith(STALL_SUFFIX)))
+                      usecols=lambda c: c in wanted or _is_stall(c))
     raw = raw[~raw["ID"].astype(str).str.startswith("==")]  # ncu's own log lines, if any slipped in
     units, rows = raw.iloc[0], raw.iloc[1:]  # the first row under the header holds each column's unit
     if rows.empty:
@@ -174,9 +174,13 @@ def extract(csv_path: Path) -> ProfileMetrics:
             table[derived] = table[part] / table[whole].where(table[whole] > 0)
     # Warp stall reasons (cycles per issued instruction): the "why is it waiting" of a kernel.
     for column in rows.columns:
-        if column.startswith(STALL_PREFIX) and column.endswith(STALL_SUFFIX):
+        if _is_stall(column):
             table["stall." + column.removeprefix(STALL_PREFIX).removesuffix(STALL_SUFFIX)] = _numbers(rows[column])
     return _metrics(table)
+
+
+def _is_stall(column: str) -> bool:
+    return column.startswith(STALL_PREFIX) and column.endswith(STALL_SUFFIX)
 
 
 def _metrics(table) -> ProfileMetrics:
