@@ -11,7 +11,7 @@ import pytest
 
 from conftest import IDENTITY
 from tutor.runner import RunFailed, RunFailedEnvironment, run_harness
-from tutor.warm import bytecode_cache
+from tutor.bytecode import bytecode_cache
 
 pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
 

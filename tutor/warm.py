@@ -26,6 +26,8 @@ from pathlib import Path
 
 import platformdirs
 
+from tutor.bytecode import bytecode_cache, seed
+
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 # Environment variables read when torch, triton or Python start: they must match the harness's.
 IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TORCHINDUCTOR", "TORCHDYNAMO", "TRITON", "CUDA", "NVIDIA", "LD_",
@@ -300,16 +302,6 @@ def harness_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPYCACHEPREFIX"] = bytecode_cache(env)
+    seed(Path(env["PYTHONPYCACHEPREFIX"]))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
-
-
-def bytecode_cache(env: dict[str, str]) -> str:
-    """Where the harness keeps the bytecode of what it imports: the tutor's cache, not site-packages.
-
-    Each run is a fresh Python: where bytecode is not written (PYTHONDONTWRITEBYTECODE, as on the
-    GPU machines we test on, or a read-only install) it recompiles torch's modules every time:
-    import torch took 6.2-8.0 s there against 2.1-2.7 s with its bytecode kept, torchao 11.2 against
-    4.6 s. A PYTHONPYCACHEPREFIX of the learner's own is kept.
-    """
-    return env.get("PYTHONPYCACHEPREFIX") or str(Path(platformdirs.user_cache_dir("infprof-tutor")) / "bytecode")
