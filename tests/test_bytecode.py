@@ -53,3 +53,9 @@ def test_the_cache_is_seeded_once_for_each_state_of_the_installed_packages(tmp_p
     seed(cache)
     assert numpy_kept.samefile(installed_bytecode(numpy.__file__))
     assert json.loads(marker.read_text()) == state
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_harness_as_it_was(tmp_path):
+    (tmp_path / "file").write_text("")
+    seed(tmp_path / "file" / "bytecode")  # not a folder: nothing to seed, and no error for the run that starts
+    assert not (tmp_path / "file" / "bytecode").exists()
