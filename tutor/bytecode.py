@@ -31,15 +31,18 @@ def bytecode_cache(env: dict[str, str]) -> str:
     return env.get("PYTHONPYCACHEPREFIX") or str(Path(platformdirs.user_cache_dir("infprof-tutor")) / "bytecode")
 
 
-def seed(cache: Path) -> None:
-    """Link into `cache` the bytecode already written beside the interpreter's folders and installed packages, once
-    for each state of those folders (a package installed since adds to a folder's entries, and is linked next time).
+def seed(cache: Path, roots: list[str] | None = None) -> None:
+    """Link into `cache` the bytecode already written beside the interpreter's folders and installed packages (or
+    beside `roots`), once for each state of those folders (a package installed since adds to a folder's entries, and
+    is linked next time).
 
     A first harness on a fresh machine compiled all it imported into an empty cache: torch, Dynamo and Inductor
     20.6 s against 6.8 s with it filled (`python -c "import torch, torch._dynamo, torch._inductor.compile_fx"` with
     PYTHONPYCACHEPREFIX an empty folder, then a filled one; the 2-core CPU machine, CPU torch 2.13).
     """
-    roots = sorted({p for p in (sysconfig.get_path(name) for name in SEEDED_PATHS) if p and os.path.isdir(p)})
+    if roots is None:
+        roots = [sysconfig.get_path(name) for name in SEEDED_PATHS]
+    roots = sorted({p for p in roots if p and os.path.isdir(p)})
     tag = sys.implementation.cache_tag
     state = json.dumps({root: os.stat(root).st_mtime_ns for root in roots})
     marker = cache / f"seeded-{tag}.json"
