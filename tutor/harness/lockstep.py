@@ -50,7 +50,7 @@ class Side:
 
     def ask(self, op: str, **fields) -> dict:
         try:
-            wire.send(self.conn, {"op": op, **fields}, as_json=op not in wire.REPLAY_OPS)
+            wire.send(self.conn, {"op": op, **fields}, op=op)
             reply = wire.recv(self.conn)
         except (EOFError, OSError, ValueError) as e:
             raise HarnessFailure("crashed", f"the {self.role} process {self._death()}", where=self.role) from e

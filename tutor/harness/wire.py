@@ -50,10 +50,10 @@ def spill_dir() -> Path:
     return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
 
 
-def send(conn: Connection, message: dict, as_json: bool = True) -> None:
-    """`message` down the pipe: as JSON where it is plain and `as_json`, else torch's way (through a file where
-    it carries more than SPILL_BYTES of tensors)."""
-    if as_json and plain(message):  # no tensor in it: nothing to spill, and no second walk of it to find out
+def send(conn: Connection, message: dict, op: str | None = None) -> None:
+    """`message` (asking operation `op`, or answering it) down the pipe: as JSON where it is plain and `op` is not
+    one of REPLAY_OPS, else torch's way (through a file where it carries more than SPILL_BYTES of tensors)."""
+    if op not in REPLAY_OPS and plain(message):  # no tensor in it: nothing to spill, and no second walk of it to find out
         conn.send_bytes("".join(_ENCODE(message, 0)).encode())
         return
     size = tensor_bytes(message)

@@ -490,6 +490,6 @@ def serve(conn: Connection, request: dict, names: list[str], candidate: str | No
             wire.send(conn, {"error": {"kind": "harness_bug", "message": f"{type(e).__name__}: {e}",
                                        "where": "harness", "tb": tb[-4000:]}})
             return
-        wire.send(conn, reply, as_json=op not in wire.REPLAY_OPS)
+        wire.send(conn, reply, op=op)
         if op == "finish" and not message.get("keep"):
             return
