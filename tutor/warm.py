@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 from pathlib import Path
 
-import platformdirs
-
 from tutor.bytecode import bytecode_cache, seed
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent

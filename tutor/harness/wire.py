@@ -53,7 +53,7 @@ def spill_dir() -> Path:
 def send(conn: Connection, message: dict, op: str | None = None) -> None:
     """`message` (asking operation `op`, or answering it) down the pipe: as JSON where it is plain and `op` is not
     one of REPLAY_OPS, else torch's way (through a file where it carries more than SPILL_BYTES of tensors)."""
-    if op not in REPLAY_OPS and plain(message):  # no tensor in it: nothing to spill, and no second walk of it to find out
+    if op not in REPLAY_OPS and plain(message):  # no tensor in it: nothing to spill, no second walk to find out
         conn.send_bytes("".join(_ENCODE(message, 0)).encode())
         return
     size = tensor_bytes(message)
