@@ -7,8 +7,8 @@ Clones this repository (its committed HEAD, or REF) into a temporary folder, lin
 folder, as on a fresh machine such as CI's (XDG_CACHE_HOME: the bytecode the harness keeps, tutor.warm; --keep-cache
 uses this user's), and reads the machine's busy time around it from /proc/stat (user, nice, system, irq and softirq
 of every core: the runs the suite forks count too, wherever they run). Run nothing else meanwhile: whatever else
-the machine does counts. Each run is set beside the CPU of `import torch` just before it: how fast the machine is
-then. Linux only.
+the machine does counts. Each run is set beside the CPU of `import torch` just before it and just after: how fast
+the machine was then (a run between two that differ saw the machine change under it). Linux only.
 """
 
 from __future__ import annotations
@@ -66,11 +66,12 @@ def time_once(commit: str, keep_cache: bool) -> dict:
         done = subprocess.run(["make", "test"], cwd=clone, env=env, capture_output=True, text=True)
         wall, cpu = time.monotonic() - start, busy_seconds() - busy
         left = left_running(f"XDG_CACHE_HOME={Path(tmp) / 'cache'}")
+        torch_after_s = torch_import_cpu_s(venv / "bin" / "python")
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True,
                               text=True).stdout.strip()
     return {"commit": head, "exit": done.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu),
             "summary": summary_line(done.stdout), "cores": os.cpu_count(), "fresh_cache": not keep_cache,
-            "torch_import_cpu_s": round(torch_s, 2),
+            "torch_import_cpu_s": round(torch_s, 2), "torch_import_cpu_s_after": round(torch_after_s, 2),
             "failed": [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))],
             "left_running": left}
 
@@ -104,7 +105,8 @@ def main(argv: list[str]) -> int:
             minutes, seconds = divmod(run["wall_s"], 60)
             cache = "an empty cache folder" if run["fresh_cache"] else "this user's cache folder"
             print(f"{run['commit']}: {minutes:.0f} min {seconds:.0f} s, {run['machine_cpu_s']} core-seconds of the "
-                  f"machine ({run['cores']} cores; import torch {run['torch_import_cpu_s']} s of CPU just before), "
+                  f"machine ({run['cores']} cores; import torch {run['torch_import_cpu_s']} s of CPU just before, "
+                  f"{run['torch_import_cpu_s_after']} s just after), "
                   f"{cache}: {run['summary']}", flush=True)
             for line in run["failed"]:
                 print(f"  {line}", flush=True)
