@@ -90,5 +90,5 @@ def _link_all(pycache: Path, mirror: Path, tag: str) -> None:
         except FileExistsError:
             pass  # compiled there already
         except OSError:  # another file system, or a file of another user's (fs.protected_hardlinks)
-            with contextlib.suppress(FileExistsError):
+            with contextlib.suppress(OSError):  # none at all: the module is compiled into the cache as it is imported
                 os.symlink(pycache / name, mirror / name)
