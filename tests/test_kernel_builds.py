@@ -39,8 +39,9 @@ def test_its_cuda_source_compiles_without_torchs_headers(builds, path):
     module = load_module(path, "_".join(path.relative_to(CHALLENGES).with_suffix("").parts), ())
     assert "torch" not in module.KERNEL + module.LAUNCHER and "#include <torch/extension.h>" in module.BINDING
     text = "#include <cuda_runtime.h>\n" + module.KERNEL + module.LAUNCHER
-    # ptxas's device pass (-cubin) reads the whole source, the launcher's host code too: an undefined name or a torch
-    # type anywhere fails it as `-c` would, at a third of -c's CPU. Only a host-only branch would escape it.
+    # nvcc's device pass (-cubin, through ptxas.compile_report) reads the whole source, the launcher's host code too:
+    # an undefined name or a torch type anywhere fails it as `-c` would, at a third of -c's CPU. Only a host-only
+    # branch would escape it.
     assert "__CUDA_ARCH__" not in text
     built = builds / hashlib.sha256(text.encode()).hexdigest()[:20]
     with exclusively(built.with_suffix(".lock")):

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-from pathlib import Path
 
 import pytest
 
 from conftest import IDENTITY
 from tutor.runner import RunFailed, RunFailedEnvironment, run_harness
-from tutor.bytecode import bytecode_cache
+from tutor.bytecode import seed
 
 pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
 
@@ -161,37 +158,18 @@ def test_cancel_kills_the_workload(make_request, tmp_path):
 def test_the_harness_keeps_its_bytecode_in_the_tutor_cache(make_request, tmp_path, monkeypatch):
     # As on the GPU machines: nothing writes bytecode, so every run would recompile torch's modules.
     kept = tmp_path / "cache" / "infprof-tutor" / "bytecode"
-    seed_without(kept, bytecode_cache(dict(os.environ)), ("lockstep.*.pyc", "torch/__init__.*.pyc"))
+    # As a fresh machine's cache starts (tutor.bytecode): torch's every module compiled into an empty one was 7 of
+    # this test's 10 core-seconds. Less the files the run must write itself.
+    seed(kept)
+    for pattern in ("lockstep.*.pyc", "torch/__init__.*.pyc"):
+        for path in kept.rglob(pattern):
+            path.unlink()
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("INFPROF_WARM", "0")  # what a fresh interpreter writes as it starts: a cold run's
     run(make_request(), tmp_path)
     assert list(kept.rglob("lockstep.*.pyc")) and list(kept.rglob("torch/__init__.*.pyc"))
-
-
-def seed_without(folder: Path, cache: str, left_out: tuple[str, ...]) -> None:
-    """`folder` made a copy of the suite's bytecode cache (hard links where they can be) without the files of
-    `left_out`, which a run must write again: torch's every module compiled into an empty one was 7 of this test's
-    10 core-seconds."""
-    if Path(cache).is_dir():
-        # The warm harness and cold runs may be writing into it meanwhile: importlib writes NAME.pyc.ID, then
-        # renames it. Such a file is left out, and one gone before it was linked is one the run writes itself.
-        def link(source, target):
-            try:
-                os.link(source, target)
-            except FileNotFoundError:
-                pass
-            except OSError:  # another file system
-                with contextlib.suppress(FileNotFoundError):
-                    shutil.copy2(source, target)
-
-        def unfinished(folder, names):
-            return [n for n in names if ".pyc." in n]
-        shutil.copytree(cache, folder, copy_function=link, ignore=unfinished)
-    for pattern in left_out:
-        for path in folder.rglob(pattern):
-            path.unlink()
 
 
 def test_an_oracle_that_is_not_timed_is_only_checked_against(make_request, tmp_path):
