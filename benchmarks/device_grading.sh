@@ -6,8 +6,10 @@
 #   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, latency:PUZZLE:RUNS times the
 #   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness, watch:PUZZLE:RUNS that and
 #   each quick check again as a watch session's, its ruler kept), hold:PUZZLE:W1,W2 runs
-#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, gpu-tests:FILE,FILE... runs
-#   those files' GPU tests, everything they print kept in $OUT/gpu_tests.txt)
+#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, record:PUZZLE profiles its
+#   baseline as study mode ships it (measure_draft.py --recordings-only, into $OUT/PUZZLE: then
+#   install_recordings.py), gpu-tests:FILE,FILE... runs those files' GPU tests, everything they print kept in
+#   $OUT/gpu_tests.txt)
 # A device call has a time limit: with STOP_AFTER=S no step starts once S seconds have passed, and each is stopped
 # at S + 60, so the call returns what the steps before it wrote (a step's JSON is written when all its grades end:
 # steps of one grade each lose the least). A draft puzzle needs INFPROF_DRAFTS=1.
@@ -44,6 +46,7 @@ for step in "$@"; do
     warm) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --json "$(out "${p}_warm")" 2>&1 ;;
     watch) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --watch \
              --json "$(out "${p}_watch")" 2>&1 ;;
+    record) timeout python3 benchmarks/measure_draft.py "$p" "$OUT/$p" --recordings-only 2>&1 ;;
     # Without pytest's log capture: torch's DEBUG records filled -rP's report, and a tail of it lost the prints.
     gpu-tests) timeout python3 -m pytest -q -p no:cacheprovider -p no:logging -m gpu -rP ${p//,/ } 2>&1 \
                  | tee -a "$OUT/gpu_tests.txt" | tail -5 ;;

@@ -17,6 +17,6 @@ done
 # Keep the newest baseline trace of each puzzle (a fixture for CPU tests of trace analysis).
 for p in $puzzles; do
   run=$(ls -dt /tmp/infprof-stability-*/ws/.infprof/runs/*-"$p"-profile-baseline-* 2>/dev/null | head -1)
-  [ -n "$run" ] && gzip -c "$run/trace.json" > "$OUT/h100_${p}_baseline_trace.json.gz" && cp "$run/metrics.json" "$OUT/h100_${p}_baseline_metrics.json"
+  [ -n "$run" ] && gzip -c "$run/trace.json" > "$OUT/${p}_baseline_trace.json.gz" && cp "$run/metrics.json" "$OUT/${p}_baseline_metrics.json"
 done
 ls -la "$OUT"

@@ -1,7 +1,7 @@
-"""A puzzle's H100 grades as a test fixture: grade_stability.py's JSON files (one per solution, as
+"""A puzzle's grades on a GPU as a test fixture: grade_stability.py's JSON files (one per solution, as
 measure_draft.py writes them) reduced to what tests/test_grading_rules.py reads under today's bars.
 
-    python benchmarks/grades_fixture.py PUZZLE CALL FILE... > tests/fixtures/h100_grades_PUZZLE_DATE.json
+    python benchmarks/grades_fixture.py PUZZLE CALL FILE... > tests/fixtures/grades_PUZZLE_DATE.json
     python benchmarks/grades_fixture.py PUZZLE --table FILE...   # MEASUREMENTS.md's table rows instead
     python benchmarks/grades_fixture.py PUZZLE --busy CALL FILE...  # a serving grade's NVML figures, each grade
 
@@ -36,6 +36,11 @@ def which_of(path: Path, puzzle: str) -> str:
     return name
 
 
+def card_of(grade: dict) -> str:
+    """The GPU a grade ran on, as nvidia-smi named it (the fixture's file name names none)."""
+    return grade.get("environment", {}).get("before", {}).get("name", "")
+
+
 def rounded(speedups: dict) -> dict:
     return {clock: {vs: {k: round(v, 4) if isinstance(v, float) else v for k, v in e.items()} for vs, e in by_vs.items()}
             for clock, by_vs in speedups.items()}
@@ -45,7 +50,7 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
     which = which_of(path, puzzle)
     if which == "baseline" or which.startswith("cheats/"):
         return []
-    return [{"puzzle": puzzle, "which": which, "call": call, "run": g["run"], "rounds": g["rounds"],
+    return [{"puzzle": puzzle, "which": which, "call": call, "card": card_of(g), "run": g["run"], "rounds": g["rounds"],
              "tier_then": g["tier"], "speedups": rounded(g["speedups"]),
              # A grader's own rules (puzzle1's fp8 weights): the speed-ups alone do not earn a tier without them.
              "rules_passed": all(ok for name, ok in g["criteria"].items() if name not in VERDICT_CRITERIA),

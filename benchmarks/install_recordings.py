@@ -1,14 +1,12 @@
 """Put the recordings a device call made (measure_draft.py PUZZLE OUT/PUZZLE ...) where they ship.
 
-    python benchmarks/install_recordings.py RESULTS PUZZLE [PUZZLE...] [--card "an H100 (80 GB HBM3), ..."]
+    python benchmarks/install_recordings.py RESULTS PUZZLE [PUZZLE...] --card "an H100 (80 GB HBM3), ..."
 
 RESULTS is a device call's unpacked results (a folder per puzzle, as `measure_draft.py PUZZLE OUT/PUZZLE` writes
-them). For each puzzle: the baseline's torch metrics and trace and, for a kernel puzzle, its Nsight Compute
-export go to the puzzle's recordings/, and so does a capstone's profile of each later stage
-(stageN_metrics.json); the reference's export becomes tests/fixtures/h100_PUZZLE_reference_ncu.csv
-(conftest.reference_ncu prefers it to an H200's; h200_PUZZLE_... where --card names an H200). recorded_on.txt,
-which names another card, is removed: the recordings are the H100's now, as study mode says by default. Pass
---card to name another card instead.
+them). For each puzzle: the baseline's recording by each profiler study mode ships (tutor.profilers.registry) and
+the torch trace go to the puzzle's recordings/, and so does a capstone's profile of each later stage
+(stageN_metrics.json); the reference's Nsight Compute export becomes tests/fixtures/PUZZLE_reference_ncu.csv (its
+Device column names the card). recordings/recorded_on.txt names the card and software, as study mode says them.
 Prints what it copied; then run the puzzle's tests, whose figures may move with the card.
 """
 
@@ -16,37 +14,40 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = ("baseline_metrics.json", "baseline_trace.json.gz", "baseline_ncu.csv")
+TRACE = "baseline_trace.json.gz"
 
 
-def install(results: Path, puzzle: str, card: str | None, root: Path = ROOT) -> list[str]:
+def recorded_files() -> list[str]:
+    """What measure_draft.py records of a baseline, by the registry: each profiler's recording, the torch trace."""
+    sys.path.insert(0, str(ROOT))
+    from tutor.profilers.registry import PROFILERS
+
+    return [p.recording.name for p in PROFILERS.values() if p.recording] + [TRACE]
+
+
+def install(results: Path, puzzle: str, card: str, root: Path = ROOT) -> list[str]:
     found, recordings = results / puzzle, root / "challenges" / puzzle / "recordings"
-    if not (found / BASELINE[0]).is_file():
-        raise SystemExit(f"{found} has no {BASELINE[0]}: did the call record {puzzle}'s baseline?")
+    wanted = recorded_files()
+    if not (found / wanted[0]).is_file():
+        raise SystemExit(f"{found} has no {wanted[0]}: did the call record {puzzle}'s baseline?")
     recordings.mkdir(exist_ok=True)  # a draft's first recordings
     done = []
     # A capstone's later stages: the profile of the fix that shows each (measure_draft.py's record_stages).
     stages = sorted(path.name for path in found.glob("stage*_metrics.json"))
-    for name in (*BASELINE, *stages):
+    for name in (*wanted, *stages):
         if (found / name).is_file():
             shutil.copy2(found / name, recordings / name)
             done.append(f"{puzzle}/recordings/{name}")
-    if (found / "h100_reference_ncu.csv").is_file():
-        # measure_draft.py names its files h100_ on any card; the fixture names the card (conftest.reference_ncu).
-        card_prefix = "h200" if card and "H200" in card else "h100"
-        fixture = root / "tests" / "fixtures" / f"{card_prefix}_{puzzle}_reference_ncu.csv"
-        shutil.copy2(found / "h100_reference_ncu.csv", fixture)
+    if (found / "reference_ncu.csv").is_file():
+        fixture = root / "tests" / "fixtures" / f"{puzzle}_reference_ncu.csv"
+        shutil.copy2(found / "reference_ncu.csv", fixture)
         done.append(f"tests/fixtures/{fixture.name}")
-    named = recordings / "recorded_on.txt"
-    if card:
-        named.write_text(card + "\n")
-        done.append(f"{puzzle}/recordings/recorded_on.txt: {card}")
-    elif named.is_file():
-        named.unlink()
-        done.append(f"{puzzle}/recordings/recorded_on.txt removed: the H100's")
+    (recordings / "recorded_on.txt").write_text(card + "\n")
+    done.append(f"{puzzle}/recordings/recorded_on.txt: {card}")
     return done
 
 
@@ -54,7 +55,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("puzzles", nargs="+")
-    parser.add_argument("--card", help="the card the recordings came from, if not an H100")
+    parser.add_argument("--card", required=True, help='the card and software, as study mode says them: '
+                        '"an H100 (80 GB HBM3), torch 2.11 with CUDA 13.0"')
     args = parser.parse_args()
     for puzzle in args.puzzles:
         print("\n".join(install(args.results, puzzle, args.card)))

@@ -7,9 +7,10 @@ reference and every alternative puzzle.toml names graded GRADES times each, then
 GRADES (default 10) is how many times the reference and each alternative are graded; in --which, NAME=N grades
 that one N times instead. Run every solution a call grades in one invocation: they share one workspace, so each
 CUDA extension is compiled once (a workspace of its own costs a grade a minute's compile and a profile). The baseline's
-torch profile is written to $OUT as baseline_metrics.json and baseline_trace.json.gz; a
-puzzle profiled under Nsight Compute also gets baseline_ncu.csv and, its reference's,
-h100_reference_ncu.csv (the CPU tests' fixture of a learner's fixed kernel).
+torch profile is written to $OUT as baseline_metrics.json and baseline_trace.json.gz, and the recording of each
+other profiler it lists that study mode ships (tutor.profilers.registry's `recording`: baseline_ncu.csv,
+baseline_memory_metrics.json); a puzzle whose kernels are explained ([kernel_evidence]'s profiler) also gets its
+reference's export, reference_ncu.csv (the CPU tests' fixture of a learner's fixed kernel).
 
 Each run of benchmarks/grade_stability.py prints the speed-ups per tier comparator and writes its JSON
 to $OUT. Then: set the tiers between the classes they show, every honest style clear of its bar;
@@ -30,14 +31,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def record_baseline(ws, puzzle, out: Path) -> None:
-    """The baseline's torch profile, as study mode ships it in recordings/."""
+    """The baseline's profile by every profiler it lists whose recording study mode ships in recordings/: the
+    torch profile's metrics and its trace, then each other's."""
     from tutor import actions
+    from tutor.profilers.registry import PROFILERS
 
     outcome = actions.profile(ws, puzzle, "baseline")
     shutil.copy2(outcome.run_dir / "metrics.json", out / "baseline_metrics.json")
     opener = gzip.open if outcome.trace_path.suffix == ".gz" else open
     with opener(outcome.trace_path, "rb") as src, gzip.open(out / "baseline_trace.json.gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
+    for profiler in puzzle.profilers:
+        recording = PROFILERS[profiler].recording
+        if profiler != "torch" and recording:
+            shutil.copy2(actions.profile(ws, puzzle, "baseline", profiler=profiler).run_dir / recording.kept,
+                         out / recording.name)
 
 
 def record_stages(ws, puzzle, out: Path) -> None:
@@ -50,15 +58,17 @@ def record_stages(ws, puzzle, out: Path) -> None:
             stage_metrics(ws, puzzle, stage).save(out / puzzle.recorded_stage(number).name)
 
 
-def record_ncu(ws, puzzle, out: Path) -> None:
-    """The baseline's and the reference's Nsight Compute exports, for a kernel puzzle's CPU tests. The
-    reference's workload.py alone is put in place: profiling needs no answer, and ready_to_grade would
-    profile both under ncu a first time for its [kernel_evidence] table."""
+def record_kernel_evidence(ws, puzzle, out: Path) -> None:
+    """The reference's export by the profiler that explains kernels (Nsight Compute), for a kernel puzzle's CPU
+    tests. The reference's workload.py alone is put in place: profiling needs no answer, and ready_to_grade would
+    profile both a first time for its [kernel_evidence] table."""
     from tutor import actions
+    from tutor.profilers.registry import KERNEL_PROFILER
 
     shutil.copy2(puzzle.solution_dir / "workload.py", ws.editable_path(puzzle, "workload.py"))
-    for which, name in (("baseline", "baseline_ncu.csv"), ("mine", "h100_reference_ncu.csv")):
-        shutil.copy2(actions.profile(ws, puzzle, which, profiler="ncu").run_dir / "ncu.csv", out / name)
+    kept = KERNEL_PROFILER.recording.kept
+    shutil.copy2(actions.profile(ws, puzzle, "mine", profiler=KERNEL_PROFILER.id).run_dir / kept,
+                 out / f"reference_{kept}")
 
 
 def planned_runs(puzzle, grades: int, which: str) -> list[tuple[str, int]]:
@@ -91,6 +101,7 @@ def main() -> None:
     os.environ["INFPROF_DRAFTS"] = "1"
     sys.path.insert(0, str(ROOT))
     from tutor.catalog import get_puzzle
+    from tutor.profilers.registry import KERNEL_PROFILER
     from tutor.workspace import scratch_workspace
 
     puzzle = get_puzzle(args.puzzle, drafts=True)
@@ -102,8 +113,8 @@ def main() -> None:
     if not args.no_recordings:
         record_baseline(ws, puzzle, args.out)
         record_stages(ws, puzzle, args.out)
-        if "ncu" in puzzle.profilers:
-            record_ncu(ws, puzzle, args.out)
+        if KERNEL_PROFILER.id in puzzle.profilers:
+            record_kernel_evidence(ws, puzzle, args.out)
         print(f"recordings: {time.monotonic() - started:.1f} s", flush=True)
     if args.recordings_only:
         return

@@ -47,7 +47,7 @@ def main() -> int:
                   f"waves {k.get('waves_per_sm', float('nan')):5.2f}  {k['name'][:60]}")
         for name, value in sorted(metrics.values.items()):
             print(f"  {name} = {value:.6g}")
-        shutil.copy(run_dir / "ncu.csv", args.out / f"h100_{puzzle.id}_{which}_ncu.csv")
+        shutil.copy(run_dir / "ncu.csv", args.out / f"{puzzle.id}_{which}_ncu.csv")
     return 0
 
 

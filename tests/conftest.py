@@ -42,11 +42,9 @@ def recording(puzzle: str, name: str) -> Path:
 
 
 def reference_ncu(puzzle: str) -> Path:
-    """A kernel puzzle's reference under Nsight Compute (a learner's fixed kernel, for its CPU tests): the H100's
-    export where one was recorded, else the H200's (the H100's die) that the puzzle was first measured on."""
-    fixtures = Path(__file__).parent / "fixtures"
-    h100 = fixtures / f"h100_{puzzle}_reference_ncu.csv"
-    return h100 if h100.is_file() else fixtures / f"h200_{puzzle}_reference_ncu.csv"
+    """A kernel puzzle's reference under Nsight Compute (a learner's fixed kernel, for its CPU tests), as recorded
+    on a Hopper card (its Device column names which)."""
+    return Path(__file__).parent / "fixtures" / f"{puzzle}_reference_ncu.csv"
 
 
 def puzzle_file(puzzle, relative: str, sizes: dict | None = None):

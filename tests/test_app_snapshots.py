@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("cold_runs")
 CPU_ONLY = Machine(nvidia_driver=False, gpu_count=0, torch_installed=True, torch_cuda=None)
 SMALL, LARGE = (80, 24), (120, 36)
 
-# Figures from the H100 fixture traces (tests/fixtures/h100_h2d_sync, h100_graph_replay), rounded and
+# Figures from the H100 fixture traces (tests/fixtures/h2d_sync, graph_replay), rounded and
 # fixed here so these pictures do not move when the trace reader changes.
 H100_BASELINE = ProfileMetrics(device="cuda", values={
     "iterations": 4.0, "cpu.time_per_iter_us": 513.8, "cpu.ops_per_iter": 9.0, "cpu.allocs_per_iter": 11.0,

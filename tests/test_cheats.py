@@ -79,9 +79,9 @@ def test_puzzle12s_transposed_view_is_named_for_its_layout():
 
 
 def test_every_cheat_graded_on_the_gpu_was_refused_for_what_it_tried():
-    """One grade each on one H200 (tests/fixtures/h200_cheats_2026-11-26.json, `benchmarks/grade_cheats.py`), after
+    """One grade each on one H200 (tests/fixtures/cheats_puzzle4_5_6_7_12_2026-11-26.json, `benchmarks/grade_cheats.py`), after
     every call of a round was checked: each refused at correctness, for the class its docstring names."""
-    recorded = json.loads((Path(__file__).parent / "fixtures" / "h200_cheats_2026-11-26.json").read_text())["grades"]
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "cheats_puzzle4_5_6_7_12_2026-11-26.json").read_text())["grades"]
     words = {"cheats/skips_calls_back_to_back": "timed calls checked",
              "cheats/reads_which_call_is_checked": "timed calls checked",
              "cheats/baseline_on_checked_calls": "timed calls checked",
@@ -100,10 +100,10 @@ def errors_too_far(refused: str) -> list[float]:
 
 
 def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100():
-    """Each of puzzle4's cheats graded three times on one H100 (tests/fixtures/h100_cheats_puzzle4_2026-11-27.json): the
+    """Each of puzzle4's cheats graded three times on one H100 (tests/fixtures/cheats_puzzle4_2026-11-27.json): the
     calls back to back answered blank are caught among the timed calls; the chain's tables miss every score, the
     checked inputs' as well as the timed calls', by far more than the tolerance."""
-    recorded = json.loads((Path(__file__).parent / "fixtures" / "h100_cheats_puzzle4_2026-11-27.json").read_text())
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "cheats_puzzle4_2026-11-27.json").read_text())
     grades = recorded["grades"]
     puzzle = get_puzzle("puzzle4")
     assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")}
@@ -128,11 +128,11 @@ def graded_three_times_but(grades: list[dict], puzzles: set[str], owed: set) -> 
     return set(graded)
 
 
-FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x4_cheats_2026-11-27.json"
+FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle1_2_3_9_10_11_15_17_2026-11-27.json"
 # The grades the 4-GPU host's time limits left owed, since graded on one H100 over two days (the second day's file
 # also holds puzzle21's owed works_ahead).
 H100_OWED_CHEATS = [Path(__file__).parent / "fixtures" / name for name in
-                    ("h100_cheats_owed_puzzle1_2_3_11_2026-11-27.json", "h100_cheats_owed_2026-11-28.json")]
+                    ("cheats_puzzle1_2_3_11_2026-11-27.json", "cheats_puzzle2_3_11_21_2026-11-28.json")]
 # Graded fewer than three times on the two cards together so far (a call's time limit came first): still owed.
 CHEATS_OWED: set[tuple[str, str]] = set()
 CLASS_WORDS = {"cheats/reads_which_call_is_checked": "timed calls checked",
@@ -163,10 +163,10 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
             assert "correctness: Output differs" in refused and "not joined back" in refused, refused
 
 
-TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "h200x2_cheats_2026-11-27.json"
+TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle8_14_18_2026-11-27.json"
 # The grades that host's time limits left owed, graded the next day on one H200 (and puzzle18's last two on the two
 # GPUs of one host, one grade per GPU): every cheat now has its three.
-TWO_GPU_OWED_CHEATS = Path(__file__).parent / "fixtures" / "h200_cheats_owed_2026-11-28.json"
+TWO_GPU_OWED_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle14_18_2026-11-28.json"
 CHEATS_OWED_TWO_GPU: set[tuple[str, str]] = set()
 
 
@@ -194,9 +194,9 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
 
 # The new puzzles' cheats on one H100, over several device calls (`benchmarks/grade_cheats.py`), each fixture with the
 # puzzles it grades (puzzle21's works_ahead had its third grade with the owed ones, H100_OWED_CHEATS).
-H100_CHEATS = {"h100_cheats_puzzle14_puzzle20_2026-11-27.json": {"puzzle14", "puzzle20"},
-               "h100_cheats_puzzle21_2026-11-27.json": {"puzzle21"},
-               "h100_cheats_puzzle22_2026-11-28.json": {"puzzle22"}}
+H100_CHEATS = {"cheats_puzzle14_puzzle20_2026-11-27.json": {"puzzle14", "puzzle20"},
+               "cheats_puzzle21_2026-11-27.json": {"puzzle21"},
+               "cheats_puzzle22_2026-11-28.json": {"puzzle22"}}
 # Where a call that blanks the calls it takes for unchecked still writes every output, the physical floor has no
 # reason to refuse it: puzzle22's writes 0.69 ms of logits a call against a floor of 0.12 ms.
 FLOOR_SPARES_THE_BLANKS = {"puzzle22"}
@@ -265,10 +265,10 @@ def test_each_multi_gpu_cheat_is_refused_at_correctness_or_does_the_work_right_o
 
 def test_the_multi_gpu_cheats_were_refused_on_two_gpus_for_what_they_tried():
     """Each of puzzle13, 16 and 19's cheats graded three times on 2 x H200, in two leases
-    (tests/fixtures/h200x2_cheats_ranks_2026-11-27.json, `benchmarks/grade_cheats.py`): a rank that gathered the
+    (tests/fixtures/cheats_ranks_puzzle13_16_19_2026-11-27.json, `benchmarks/grade_cheats.py`): a rank that gathered the
     other's weights refused at fair play for what it kept, one whose output went unread refused at correctness;
     none earned a tier."""
-    recorded = json.loads((Path(__file__).parent / "fixtures" / "h200x2_cheats_ranks_2026-11-27.json").read_text())
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "cheats_ranks_puzzle13_16_19_2026-11-27.json").read_text())
     grades = recorded["grades"]
     graded = [(g["puzzle"], g["which"].removeprefix("cheats/")) for g in grades]
     assert set(graded) == set(RANK_CHEATS) and all(graded.count(c) >= 3 for c in RANK_CHEATS)

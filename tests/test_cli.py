@@ -93,14 +93,14 @@ def test_a_bug_of_ours_is_a_panel_and_a_log_not_a_traceback(in_workspace, capsys
 
 
 def test_an_nsight_compute_profile_shows_its_own_kernel_columns():
-    # Recorded on the H100 (tests/fixtures/h100_puzzle3_mine_ncu.csv): ncu rows have no category.
+    # Recorded on the H100 (tests/fixtures/puzzle3_mine_ncu.csv): ncu rows have no category.
     from rich.console import Console
 
     from tutor.cli_views import metrics_view
     from tutor.profilers import ncu
 
     console = Console(width=160, record=True)
-    console.print(metrics_view(ncu.extract(Path(__file__).parent / "fixtures" / "h100_puzzle3_mine_ncu.csv")))
+    console.print(metrics_view(ncu.extract(Path(__file__).parent / "fixtures" / "puzzle3_mine_ncu.csv")))
     text = console.export_text()
     assert "SM %" in text and "regs" in text and "category" not in text.split("Top kernels")[1]
     assert "ncu.duration_us" in text and "µs" in text  # in units, as the TUI shows it, and as cited

@@ -21,7 +21,7 @@ H100_L2 = 50 * 2**20
 H100_DATASHEET = {"hbm_read_gbps": 3350.0, "bf16_tflops": 989.0, "h2d_gbps": 64.0, "gpu": "NVIDIA H100 80GB HBM3",
                   "runs": 1}
 GPU_PUZZLES = [p.id for p in all_puzzles(drafts=True).values() if p.floor_checked]
-GRADED_2026_11_25 = ("puzzle1", "puzzle2", "puzzle3")  # the puzzles tests/fixtures/h100_grades_2026-11-25.json holds
+GRADED_2026_11_25 = ("puzzle1", "puzzle2", "puzzle3")  # the puzzles tests/fixtures/grades_2026-11-25.json holds
 
 
 def least_work(puzzle_id: str, l2_bytes: int = H100_L2) -> dict:
@@ -48,8 +48,8 @@ def test_every_gpu_puzzle_states_its_floor_and_a_timing_under_it_is_refused(puzz
 @pytest.mark.parametrize("puzzle_id", GRADED_2026_11_25)
 def test_the_fastest_honest_h100_solution_on_record_clears_the_strictest_floor(puzzle_id):
     """From recorded H100 data: the baseline's GPU time per forward() (its recording) over the best GPU
-    speed-up any honest solution reached in 107 grades (tests/fixtures/h100_grades_2026-11-25.json)."""
-    grades = json.loads((FIXTURES / "h100_grades_2026-11-25.json").read_text())
+    speed-up any honest solution reached in 107 grades (tests/fixtures/grades_2026-11-25.json)."""
+    grades = json.loads((FIXTURES / "grades_2026-11-25.json").read_text())
     best = max(g["speedups"]["gpu"]["baseline"]["median"] for g in grades
                if g["puzzle"] == puzzle_id and "baseline" in g["speedups"].get("gpu", {}))
     baseline_us = json.loads(recording(puzzle_id, "metrics.json").read_text())["values"]["gpu.time_per_iter_us"]

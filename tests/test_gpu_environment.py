@@ -1,7 +1,7 @@
 """Issue 13, part 6: the GPU's state around every timed run (tutor.harness.gpu_environment).
 
 The nvidia-smi output is real, recorded on the H100 (2026-11-25, driver 580.159.04) with the queries
-the module makes: tests/fixtures/h100_nvidia_smi_gpu.csv (the GPU) and h100_nvidia_smi_apps.csv (its
+the module makes: tests/fixtures/nvidia_smi_gpu.csv (the GPU) and nvidia_smi_apps.csv (its
 compute processes, one python3 holding a CUDA context, pid 440). A stand-in nvidia-smi on PATH prints them.
 """
 
@@ -24,7 +24,7 @@ def recorded_smi(tmp_path, monkeypatch):
     """An nvidia-smi that answers the module's two queries with the H100's recorded output."""
     fake = tmp_path / "bin" / "nvidia-smi"
     fake.parent.mkdir()
-    gpu, apps = FIXTURES / "h100_nvidia_smi_gpu.csv", FIXTURES / "h100_nvidia_smi_apps.csv"
+    gpu, apps = FIXTURES / "nvidia_smi_gpu.csv", FIXTURES / "nvidia_smi_apps.csv"
     fake.write_text(f'#!/bin/sh\ncase "$*" in *query-compute-apps*) cat {apps};; *) cat {gpu};; esac\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")

@@ -26,21 +26,23 @@ TIERS = ["", "bronze", "silver", "gold"]
 # Every grade of a reference or an honest alternative taken on the H100 on 2026-11-25 (the call clock
 # a loop, the CPUs unpinned): each one's speed-ups per clock with their intervals, and whether every
 # rule held. benchmarks/device_grading.sh recorded them; MEASUREMENTS.md in each puzzle has the runs.
-H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_2026-11-25.json").read_text())
+H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "grades_2026-11-25.json").read_text())
 # puzzle0 on the 2-core machine: 10 grades of the reference idle, then 10 of each solution beside a test suite.
 # Issue 14's puzzles, each graded on the H100 as it was measured (its MEASUREMENTS.md; benchmarks/grades_fixture.py
 # wrote them): 4-8 grades a solution, fewer than issue 13's ten, and the GPU clock taken from an idle GPU where a
 # forward() waits for the GPU, as it must be.
-# Every GH100 grade on record, by puzzle: a puzzle re-graded later (puzzle4's new weights) has
-# a second file, and both count; so do grades from an H200 (the H100's SMs and clocks, more HBM), named so, and
-# the multi-GPU puzzles' from 2 x H200 (h200x2_...), the host issue 18 names for them.
-GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_grades_puzzle*_*.json"))
+# Every Hopper grade on record, by puzzle (grades_PUZZLE[_WHAT]_DATE.json, each row naming its card): a puzzle
+# re-graded later (puzzle4's new weights) has a second file, and both count; an H100's grades and an H200's (the
+# H100's SMs and clocks, more HBM) alike, the multi-GPU puzzles' from two H200s of one host.
+GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("grades_puzzle*_*.json"))
 MEASURED_GRADES: dict[str, list] = {}
-for _path in GRADE_FIXTURES:
-    MEASURED_GRADES.setdefault(_path.name.split("_")[2], []).extend(json.loads(_path.read_text()))
+for _path in GRADE_FIXTURES:  # a shipped puzzle's solutions (a draft's fixture kept its baseline's grades too)
+    if _path.name.split("_")[1] in all_puzzles():
+        MEASURED_GRADES.setdefault(_path.name.split("_")[1], []).extend(
+            g for g in json.loads(_path.read_text()) if g["which"] == "reference" or g["which"].startswith("alternatives/"))
 # Issue 17's warm harness against a cold start: the solutions of four puzzles graded once each way, one H100
 # (puzzle7's reference and the two alternatives it had then).
-WARM_COLD = json.loads((Path(__file__).parent / "fixtures" / "h100_warm_cold_2026-11-26.json").read_text())
+WARM_COLD = json.loads((Path(__file__).parent / "fixtures" / "warm_cold_2026-11-26.json").read_text())
 CPU_GRADES = json.loads((Path(__file__).parent / "fixtures" / "cpu_puzzle0_grades_2026-11-25.json").read_text())
 
 
@@ -212,13 +214,16 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
         {w: len(t) for w, t in tiers.items()}
 
 
+def card_of(grade: dict) -> str:
+    """The card a grade ran on, in short: h100 or h200 (a row names it as nvidia-smi does)."""
+    return "h100" if "H100" in grade["card"] else "h200"
+
+
 def grades_by_card(puzzle_id: str) -> dict[str, list[dict]]:
     """A puzzle's recorded grades by the card that gave them (h100, h200)."""
     by_card: dict[str, list[dict]] = {}
-    for path in GRADE_FIXTURES:
-        grades = [g for g in json.loads(path.read_text()) if g["puzzle"] == puzzle_id]
-        if grades:
-            by_card.setdefault(card_of(path), []).extend(grades)
+    for g in MEASURED_GRADES.get(puzzle_id, []):
+        by_card.setdefault(card_of(g), []).append(g)
     return by_card
 
 
@@ -255,8 +260,8 @@ def test_a_new_puzzles_grades_each_read_its_tier_with_every_bar_10_percent_highe
 def test_a_warm_harness_grades_every_solution_as_a_cold_start_does():
     """Issue 17: forking a grade from a warm harness changes no verdict. Each reference and alternative of puzzle1, 3
     and 5, and puzzle7's reference and its first two alternatives, graded once started cold and once forked from a
-    warm harness on one H100 (tests/fixtures/h100_warm_cold_2026-11-26.json), reads the same tier under today's bars, the one the puzzle
-    expects of it."""
+    warm harness on one H100 (tests/fixtures/warm_cold_2026-11-26.json), reads the same tier under today's bars, the
+    one the puzzle expects of it."""
     tiers: dict[tuple[str, str], dict[str, str]] = {}
     for g in WARM_COLD:
         tiers.setdefault((g["puzzle"], g["which"]), {})[g["harness"]] = reached(g)
@@ -265,29 +270,11 @@ def test_a_warm_harness_grades_every_solution_as_a_cold_start_does():
                for g in WARM_COLD for t in [tiers[g["puzzle"], g["which"]]]), tiers
 
 
-def card_of(fixture: Path) -> str:
-    return fixture.name.split("_")[0]  # h100, h200 or h200x2
-
-
-def test_every_puzzle_graded_on_an_h200_was_graded_on_an_h100_too():
-    """The H200 has the H100's SMs and L2 but faster HBM, so its grades cannot stand alone: every style of a
-    one-GPU puzzle measured there has grades on the card the puzzle is for, the reference five of them."""
-    on = {card: {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES if card_of(path) == card
-                 for g in json.loads(path.read_text())} for card in ("h100", "h200")}
-    assert on["h200"] and on["h200"] <= on["h100"], sorted(on["h200"] - on["h100"])
-    for puzzle_id in {puzzle for puzzle, _ in on["h200"]}:
-        h100_references = [g for path in GRADE_FIXTURES if path.name.startswith(f"h100_grades_{puzzle_id}_")
-                           for g in json.loads(path.read_text()) if g["which"] == "reference"]
-        assert len(h100_references) >= 5, puzzle_id
-
-
-def test_a_puzzles_grades_come_from_a_host_with_its_number_of_gpus():
-    """A multi-GPU puzzle is graded on 2 x H200 (issue 18's host, h200x2_...), and only a multi-GPU puzzle is."""
-    for path in GRADE_FIXTURES:
-        for g in json.loads(path.read_text()):
-            assert (card_of(path) == "h200x2") == (get_puzzle(g["puzzle"]).hardware.gpus == 2), (path.name, g["puzzle"])
-    assert {g["puzzle"] for path in GRADE_FIXTURES if card_of(path) == "h200x2" for g in json.loads(path.read_text())} \
-        == {"puzzle13", "puzzle16", "puzzle19", "puzzle25", "puzzle26"}
+def test_every_grade_on_record_names_a_hopper_card():
+    """Either Hopper card is a puzzle's card (no puzzle waits on one of the two); a multi-GPU puzzle cannot run on
+    fewer GPUs than it asks (tutor.machine refuses), so the host's count needs no fixture to prove it."""
+    cards = {g["card"] for grades in MEASURED_GRADES.values() for g in grades}
+    assert cards and all("H100" in card or "H200" in card for card in cards), cards
 
 
 def test_puzzle0s_solutions_read_one_tier_idle_or_loaded():
@@ -318,7 +305,8 @@ def test_the_fixture_writer_keeps_what_these_tests_read(tmp_path):
     (tmp_path / "puzzle1_baseline.json").write_text(json.dumps([grade]))
     rows = [r for name in ("puzzle1_alternatives_bf16_graph.json", "puzzle1_baseline.json")
             for r in writer.rows("puzzle1", "part1", tmp_path / name)]
-    assert rows == [{"puzzle": "puzzle1", "which": "alternatives/bf16_graph", "call": "part1", "run": 1, "rounds": 60,
+    assert rows == [{"puzzle": "puzzle1", "which": "alternatives/bf16_graph", "call": "part1", "card": "", "run": 1,
+                     "rounds": 60,
                      "tier_then": "silver", "rules_passed": False, "mine_gpu_clock": "held", "harness": "cold",
                      "speedups": {"call": {"baseline": {"median": 2.0, "low": 1.9, "high": 2.1, "n": 60}}, "gpu": {}}}]
     assert reached(rows[0]) == ""  # fast enough, but its rule failed
@@ -339,7 +327,7 @@ def test_a_serving_grade_is_re_read_from_its_replay_pairs():
     """puzzle18's first H100 grade (its spec then: 256 requests, outputs up to 1024; MEASUREMENTS.md), as
     benchmarks/grades_fixture.py keeps it: re-read from its 5 pairs by the serving rules, it reads the silver
     the harness gave it, its throughput interval the whole 3.40-5.49x range its pairs spanned."""
-    [grade] = json.loads((Path(__file__).parent / "fixtures" / "h100_puzzle18_first_grade_2026-11-26.json").read_text())
+    [grade] = json.loads((Path(__file__).parent / "fixtures" / "puzzle18_first_grade_2026-11-26.json").read_text())
     estimates = serving_estimates([tuple(pair) for pair in grade["serving_pairs"]])
     assert len(grade["serving_pairs"]) == 5 and grade["tier_then"] == "silver"
     assert (round(estimates["throughput"].low, 2), round(estimates["throughput"].high, 2)) == (3.4, 5.49)
@@ -348,22 +336,24 @@ def test_a_serving_grade_is_re_read_from_its_replay_pairs():
 
 
 def test_the_fixture_writers_table_shows_every_comparator_the_tiers_use(tmp_path):
-    """--table's row for a puzzle whose tiers measure against two comparators (puzzle27: bronze against the
-    baseline, silver and gold against its prototype): each one's ms, and the speed-up over each with its lower
-    bound; a puzzle of one comparator keeps the columns its MEASUREMENTS.md tables were printed with."""
+    """--table's row for a puzzle whose tiers measure against two comparators (puzzle3: the baseline, and GemLite
+    in a CUDA graph): each one's ms, and the speed-up over each with its lower bound; a puzzle of one comparator
+    (puzzle0, and puzzle27 against its prototype) keeps the columns its MEASUREMENTS.md tables were printed with."""
     writer = fixture_writer()
     estimate = {"baseline": {"median": 8.8, "low": 6.8, "high": 9.0, "n": 12},
-                "prototype": {"median": 1.8, "low": 1.78, "high": 1.82, "n": 12}}
-    grade = {"tier": "gold", "timings_ms": {"baseline": 357.8, "prototype": 72.9, "mine": 40.5},
+                "gemlite_graph": {"median": 1.8, "low": 1.78, "high": 1.82, "n": 12}}
+    grade = {"tier": "gold", "timings_ms": {"baseline": 357.8, "gemlite_graph": 72.9, "mine": 40.5},
              "speedups": {"call": estimate, "gpu": estimate}}
-    (tmp_path / "puzzle27_reference.json").write_text(json.dumps([grade]))
-    assert writer.columns("puzzle27")[2:-1] == ["baseline ms", "prototype ms", "its ms", "vs baseline (median)",
-                                                "lower bound", "vs prototype (median)", "lower bound"]
-    assert writer.table_row("puzzle27", tmp_path / "puzzle27_reference.json") == (
+    (tmp_path / "puzzle3_reference.json").write_text(json.dumps([grade]))
+    assert writer.columns("puzzle3")[2:-1] == ["baseline ms", "gemlite_graph ms", "its ms", "vs baseline (median)",
+                                               "lower bound", "vs gemlite_graph (median)", "lower bound"]
+    assert writer.table_row("puzzle3", tmp_path / "puzzle3_reference.json") == (
         "| reference | 1 | 357.80-357.80 | 72.90-72.90 | 40.50-40.50 | 8.80-8.80x | 6.80-6.80 | 1.80-1.80x | 1.78-1.78"
         " | gold |")
-    assert writer.columns("puzzle0") == ["workload", "grades", "baseline ms", "its ms", "speed-up (median)",
-                                         "lower bound", "tier then"]
+    for one in ("puzzle0", "puzzle27"):
+        vs = "prototype" if one == "puzzle27" else "baseline"
+        assert writer.columns(one) == ["workload", "grades", f"{vs} ms", "its ms", "speed-up (median)",
+                                       "lower bound", "tier then"]
 
 
 def test_the_fixture_writer_puts_a_workloads_files_together(tmp_path, capsys):
@@ -394,8 +384,8 @@ def test_the_fixture_writer_puts_a_workloads_files_together(tmp_path, capsys):
 # re-graded since, on its card: the H100, or 2 x H200 for a two-GPU puzzle.
 EVERY_CALL_CHECKED_SINCE = "2026-11-27"
 # One grade of each style since then, where its puzzle's bars were set before (benchmarks/grades_fixture.py's
-# rows, in files of their own: h100_regrades_PUZZLE_DATE.json), each at the tier it is expected to read.
-REGRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("h[12]00*_regrades_*.json"))
+# rows, in files of their own: regrades_PUZZLE_DATE.json), each at the tier it is expected to read.
+REGRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("regrades_*.json"))
 # Shipped styles with no such grade yet, owed to the GPU: this set only shrinks.
 REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
     "puzzle1": ["reference", "compiled_fp8_gemv", "compiled_kernels_graphed_by_hand"],
@@ -416,8 +406,7 @@ REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
 
 def test_every_shipped_style_was_graded_on_its_card_since_every_timed_call_counts_but_those_owed():
     since = {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES + REGRADE_FIXTURES
-             if path.stem.rsplit("_", 1)[1] >= EVERY_CALL_CHECKED_SINCE and card_of(path) in ("h100", "h200x2")
-             for g in json.loads(path.read_text())}
+             if path.stem.rsplit("_", 1)[1] >= EVERY_CALL_CHECKED_SINCE for g in json.loads(path.read_text())}
     regrades = [g for path in REGRADE_FIXTURES for g in json.loads(path.read_text())]
     assert [reached(g) for g in regrades] == [expected_tier(g) for g in regrades]
     styles = {(p.id, w) for p in all_puzzles().values() if p.hardware.device == "cuda"

@@ -20,7 +20,7 @@ P9 = get_puzzle("puzzle9", drafts=True)
 
 
 def profiles(mine_code: str = "graded") -> LearnerProfiles:
-    return ncu_learner_profiles(FIXTURES / "h100_puzzle9_baseline_ncu.csv", FIXTURES / "h100_puzzle9_reference_ncu.csv",
+    return ncu_learner_profiles(FIXTURES / "puzzle9_baseline_ncu.csv", FIXTURES / "puzzle9_reference_ncu.csv",
                                 mine_code)
 
 

@@ -163,7 +163,7 @@ def test_their_h200_grades_read_the_tier_they_read_then_under_todays_bars(puzzle
 
     from test_grading_rules import tiers_expected, tiers_read_as_then
 
-    fixture = Path(__file__).parent / "fixtures" / f"h200x2_grades_{puzzle_id}_{when}.json"
+    fixture = Path(__file__).parent / "fixtures" / f"grades_{puzzle_id}_{when}.json"
     assert tiers_read_as_then(json.loads(fixture.read_text())) == tiers_expected(get_puzzle(puzzle_id))
 
 

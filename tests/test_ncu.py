@@ -30,7 +30,7 @@ def baseline():
 
 @pytest.fixture(scope="module")
 def reference():
-    return ncu.extract(FIXTURES / "h100_puzzle1_mine_ncu.csv")
+    return ncu.extract(FIXTURES / "puzzle1_mine_ncu.csv")
 
 
 def test_baseline_kernels_are_the_dequantisation_passes(baseline):
@@ -84,7 +84,7 @@ def test_missing_ncu_says_how_to_install(monkeypatch):
 
 def test_empty_export_is_a_clear_error(tmp_path):
     csv = tmp_path / "ncu.csv"
-    lines = (FIXTURES / "h100_puzzle1_mine_ncu.csv").read_text().splitlines()
+    lines = (FIXTURES / "puzzle1_mine_ncu.csv").read_text().splitlines()
     csv.write_text("\n".join(lines[:2]) + "\n")  # header and units, no kernel
     with pytest.raises(Exception, match="profiled no kernels"):
         ncu.extract(csv)
@@ -113,7 +113,7 @@ def test_per_block_units_are_scaled():
 def test_spilling_instructions_are_counted_per_kernel(recorded, spills):
     """puzzle9's kernels on the H100 (benchmarks/measure_draft.py): the capped one spills on every pass of
     its loop, the one given its registers never does; the kernel table shows the count too."""
-    measured = ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv")
+    measured = ncu.extract(FIXTURES / f"puzzle9_{recorded}_ncu.csv")
     assert measured.values["ncu.spill_instructions"] == spills
     assert measured.kernels[0]["spill_instructions"] == spills and "spill_instructions" in kernel_columns(measured.kernels)
 
@@ -122,7 +122,7 @@ def test_divergence_and_atomics_are_read_where_the_default_sections_give_them():
     """Issue 15's warp-divergence and atomic-contention evidence, from columns the H100 export already has:
     puzzle9's kernels branch alike in every thread of a warp and use no atomics."""
     for recorded in ("baseline", "reference"):
-        values = ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv").values
+        values = ncu.extract(FIXTURES / f"puzzle9_{recorded}_ncu.csv").values
         assert values["ncu.threads_per_instruction"] == 32.0 and values["ncu.l2_atomic_busy_pct"] == 0.0
         assert values["ncu.l2_atomic_busiest_pct"] == 0.0
 
@@ -131,8 +131,8 @@ def test_contended_atomics_saturate_one_l2_slice_while_the_average_idles():
     """puzzle10's 16M atomicAdds on 64 counters on the H100: the busiest slice's atomic unit is 83% busy,
     the average slice's 1%, so the average alone would read as idle; counted in shared memory first,
     the busiest falls to 14%."""
-    baseline = ncu.extract(FIXTURES / "h100_puzzle10_baseline_ncu.csv").values
-    reference = ncu.extract(FIXTURES / "h100_puzzle10_reference_ncu.csv").values
+    baseline = ncu.extract(FIXTURES / "puzzle10_baseline_ncu.csv").values
+    reference = ncu.extract(FIXTURES / "puzzle10_reference_ncu.csv").values
     assert baseline["ncu.l2_atomic_busiest_pct"] == pytest.approx(82.997075)
     assert baseline["ncu.l2_atomic_busy_pct"] == pytest.approx(1.037463)
     assert reference["ncu.l2_atomic_busiest_pct"] == pytest.approx(13.622511)
@@ -144,7 +144,7 @@ def test_the_pipes_say_whether_matrix_products_ran_on_the_tensor_cores():
     keeps its SMs' FMA pipe busy 79% of their active cycles and the tensor pipe idle; with TF32 allowed the
     tensor pipe is busy 83% and the FMA pipe 3%. The SMs' throughput alone (86% and 75%) does not tell them apart."""
     fp32 = ncu.extract(recording("puzzle24", "ncu.csv"))
-    tf32 = ncu.extract(FIXTURES / "h200_puzzle24_tf32_matmul_ncu.csv")
+    tf32 = ncu.extract(FIXTURES / "puzzle24_tf32_matmul_ncu.csv")
     assert fp32.kernels[0]["name"].startswith("sm80_xmma_gemm_f32f32_f32f32") and "tf32" in tf32.kernels[0]["name"]
     assert fp32.values["ncu.fma_pipe_pct"] == pytest.approx(78.92938)
     assert fp32.values["ncu.tensor_pipe_pct"] < 0.01 < 80 < tf32.values["ncu.tensor_pipe_pct"]

@@ -201,7 +201,7 @@ def test_puzzle18s_h100_grades_read_the_tier_they_read_then_from_their_replay_pa
 
     from test_grading_rules import tiers_expected, tiers_read_as_then
 
-    grades = json.loads((Path(__file__).parent / "fixtures" / "h100_grades_puzzle18_2026-11-26.json").read_text())
+    grades = json.loads((Path(__file__).parent / "fixtures" / "grades_puzzle18_2026-11-26.json").read_text())
     read = tiers_read_as_then(grades)  # each from its replay pairs, as tutor.grading.serving reads a grade
     assert read == tiers_expected(P18), read
 

@@ -1,6 +1,6 @@
 """puzzle2's parts that run without a GPU: warm-up over the spec's own inputs, the memory mode, the grader.
 
-The grader is checked on memory figures recorded on an H200 (tests/fixtures/h200_puzzle2_memory.json,
+The grader is checked on memory figures recorded on an H200 (tests/fixtures/puzzle2_memory.json,
 written by `benchmarks/memory_run.py puzzle2 --json`: each workload alone in a fresh process, serving every
 warm-up input twice, the baseline, the reference and every honest alternative).
 """
@@ -85,7 +85,7 @@ def recorded() -> dict:
     """Each workload's memory figures in a fresh process serving every warm-up input twice, recorded on an
     H200 lent when no H100 was (`python benchmarks/memory_run.py puzzle2 --json ...`, 2026-11-25; the
     allocator's figures do not depend on which Hopper part runs them)."""
-    return json.loads((FIXTURES / "h200_puzzle2_memory.json").read_text())
+    return json.loads((FIXTURES / "puzzle2_memory.json").read_text())
 
 
 def test_grader_names_the_baselines_weight_copies():

@@ -128,7 +128,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def test_the_h100s_grades_read_the_tiers_puzzle_toml_sets():
     """The reference graded five times, each alternative four, on one H100 (MEASUREMENTS.md): each reads its own tier
     under today's bars, and each bar stands at least a tenth from the median of every style."""
-    grades = json.loads((FIXTURES / "h100_grades_puzzle22_2026-11-28.json").read_text())
+    grades = json.loads((FIXTURES / "grades_puzzle22_2026-11-28.json").read_text())
     expected = {"reference": "gold", **{f"alternatives/{n}": t for n, t in PUZZLE.alternatives.items()}}
     alternatives = [w for w in expected if w != "reference"]
     assert sorted(g["which"] for g in grades) == sorted(["reference"] * 5 + alternatives * 4)
@@ -143,7 +143,7 @@ def test_the_h100s_grades_read_the_tiers_puzzle_toml_sets():
 def test_the_h100s_cheat_grades_were_refused():
     """Each cheat graded three times: blanking the calls it takes for unchecked is refused at correctness, every
     sampled output of those calls wrong; working ahead on the steps found alive finds none and reads far slower."""
-    grades = json.loads((FIXTURES / "h100_cheats_puzzle22_2026-11-28.json").read_text())["grades"]
+    grades = json.loads((FIXTURES / "cheats_puzzle22_2026-11-28.json").read_text())["grades"]
     cheats = [f"cheats/{p.stem}" for p in PUZZLE.folder.glob("cheats/*.py")]
     assert sorted(g["which"] for g in grades) == sorted(cheats * 3)
     for g in grades:

@@ -1,9 +1,9 @@
-"""puzzle23, Inside the budget, behind the schedule (a draft: issue 38's memory_fragmentation), as far as the CPU can
+"""puzzle23, Inside the budget, behind the schedule (issue 38's memory_fragmentation), as far as the CPU can
 check it: every style's decode states match float64's within the tolerance at a CPU's sizes, and prompts cut short
 miss by far more; the baseline hands the allocator's cache back after every prompt and the reference never does;
 the harness serves the scene end to end (the reference right on every call); every call holds the floor's tokens. The
-memory budget's figure and judge are tests/test_allocator_peak.py's; the allocator itself is the H100's to measure
-(MEASUREMENTS.md lists what is owed).
+memory budget's figure and judge are tests/test_allocator_peak.py's; the grades an H200 and an H100 gave, kept as
+fixtures, read the tiers puzzle.toml sets (MEASUREMENTS.md).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import (assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2,
-                      resized_copies)
+from conftest import assert_each_cheat_refused, graded_counts, harness_check, puzzle_file, relative_l2, resized_copies
 from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 
@@ -31,18 +30,26 @@ STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.p
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_the_puzzle_is_a_draft_until_the_gpu_measures_it():
+def test_the_puzzle_is_a_draft_until_its_recordings_are_in():
     assert PUZZLE.draft and "puzzle23" not in all_puzzles()
 
 
-def test_the_h200s_grades_read_the_proposed_tiers_with_every_bar_10_percent_higher_or_lower():
-    """One H200's grades of the final scene (`benchmarks/measure_draft.py puzzle23 ...`, three device calls): the
-    baseline against itself reads no tier, the reference and the two allocator-side alternatives gold, each with
-    every bar 10% either way; chunked prefill's lower bounds span 1.07-1.33, wider than that window (owed)."""
-    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle23_2026-11-28.json").read_text())
-    assert graded_counts(grades) == {"baseline": 3, "reference": 3, "alternatives/chunked_prefill": 4,
-                                     "alternatives/rounded_blocks": 5, "alternatives/static_buffers": 5}
-    assert_clear_of_every_bar([g for g in grades if g["which"] != "alternatives/chunked_prefill"])
+def test_an_h100s_and_an_h200s_grades_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
+    """On one H100 (`benchmarks/device_grading.sh stability:puzzle23:2 alt:puzzle23:N:STYLE ...`) whose baseline read
+    18.6-19.2 ms a call (24.6-26.8 ms on another H100 the same day: the baseline's speed-ups are least here), and
+    on one H200 (`benchmarks/measure_draft.py puzzle23 ...`, three device calls): the reference and the two
+    allocator-side alternatives gold, chunked prefill silver, the baseline against itself none, each with every bar
+    4% either way (gold sits between chunked prefill's 1.25-1.27 and the allocator fixes' 1.39 and up). (The first
+    chunked prefill, chunks of 2048 tokens and the last one short, read 1.07-1.33 on the H200: its grades left the
+    fixture with that file; MEASUREMENTS.md keeps them.)"""
+    h100 = json.loads((FIXTURES / "grades_puzzle23_2026-12-06.json").read_text())
+    h200 = json.loads((FIXTURES / "grades_puzzle23_2026-11-28.json").read_text())
+    assert {g["card"] for g in h100} == {"NVIDIA H100 80GB HBM3"} and {g["card"] for g in h200} == {"NVIDIA H200"}
+    assert graded_counts(h100) == {"reference": 2, "alternatives/chunked_prefill": 2,
+                                   "alternatives/rounded_blocks": 1, "alternatives/static_buffers": 1}
+    assert graded_counts(h200) == {"baseline": 3, "reference": 3, "alternatives/rounded_blocks": 5,
+                                   "alternatives/static_buffers": 5}
+    assert_clear_of_every_bar(h100 + h200, margin=0.04)
 
 
 def test_the_h200_refused_every_cheat_twice():
@@ -51,7 +58,7 @@ def test_the_h200_refused_every_cheat_twice():
     and the budget, the one that blanks the calls it takes for unchecked at correctness and by the floor."""
     refusals = {"cheats/over_the_budget": {"memory budget"}, "cheats/resets_the_peak": {"fair play", "memory budget"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle23_2026-11-28.json", refusals, times=2)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle23_2026-11-28.json", refusals, times=2)
 
 
 @pytest.fixture(scope="module")
@@ -161,9 +168,11 @@ def test_every_style_matches_the_baseline_on_the_gpu_at_the_scenes_sizes(workloa
 def test_its_sweep_runs_every_workload_on_the_same_prompts():
     """sweeps/allocator_styles.py, the measurement owed on the H100, run in-process at a CPU's sizes: every workload
     it lists exists and makes the baseline's decode states (the same arithmetic, on the CPU to the bit; static
-    buffers add each residual inside its matmul, so rounds otherwise: its accuracy is the tolerance test's)."""
+    buffers add each residual inside its matmul, and chunked prefill pads its last chunk, so each rounds otherwise:
+    their accuracy is the tolerance test's)."""
     sweep = puzzle_file(PUZZLE, "sweeps/allocator_styles.py")
     sizes = {"HIDDEN": 256, "FFN": 512, "PROMPTS": 2, "SHORTEST": 16, "LONGEST": 64}
     sums = {w: sweep.measure(w, 1, sizes, "cpu")["checksum"] for w in sweep.WORKLOADS}
     assert set(sums) >= set(STYLES[:5]), sums
-    assert len({total for w, total in sums.items() if w != "alternatives/static_buffers.py"}) == 1, sums
+    rounded_otherwise = {"alternatives/static_buffers.py", "alternatives/chunked_prefill.py"}
+    assert len({total for w, total in sums.items() if w not in rounded_otherwise}) == 1, sums

@@ -1,7 +1,7 @@
-"""puzzle24, The scorer at a tenth of the card (a draft: issue 38's tensor_cores_idle): every honest style's scores
+"""puzzle24, The scorer at a tenth of the card (issue 38's tensor_cores_idle): every honest style's scores
 land within the tolerance of the baseline's fp32 at a CPU's sizes, with room to spare; fewer bits than that (fp8
 operands) or less work (low-rank weights) miss by several times it; the harness serves the scene end to end; one
-H200's grades, kept as fixtures, read the tiers puzzle.toml sets. The H100's grades are owed (MEASUREMENTS.md).
+H200's grades and one H100's, kept as fixtures, read the tiers puzzle.toml sets.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tutor.catalog import all_puzzles, get_puzzle
 
 pytestmark = pytest.mark.bf16_products_exact  # its scene's bf16 products, sooner (tests/conftest.py)
 
-PUZZLE = get_puzzle("puzzle24", drafts=True)
+PUZZLE = get_puzzle("puzzle24")
 # The tower at a CPU's sizes: sums half the scene's length (bf16's error grows with it; the GPU test has the full one).
 SMALL = {"BATCH": 64, "FEATURES": 2048, "HIDDEN": 2048, "SCORES": 256}
 HONEST = ["solution/workload.py", "alternatives/tf32_matmul.py", "alternatives/autocast_bf16.py",
@@ -28,26 +28,34 @@ CHEATS = ["cheats/fp8_round_trip.py", "cheats/low_rank.py"]
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_the_puzzle_is_a_draft_until_the_h100_grades_it():
-    assert PUZZLE.draft and "puzzle24" not in all_puzzles()
+def test_the_puzzle_ships():
+    assert not PUZZLE.draft and "puzzle24" in all_puzzles()
 
 
-def test_the_h200s_grades_read_the_tiers_with_every_bar_10_percent_higher_or_lower():
+def test_an_h200s_and_an_h100s_grades_read_the_tiers_with_every_bar_7_to_10_percent_higher_or_lower():
     """Five grades of each honest style on one H200 (`benchmarks/measure_draft.py puzzle24 ...`, three device calls):
     TF32, asked for either way, silver (5.8x); bf16 operands gold, cast every call under autocast (8.4x) or the
-    weights once (12.9x); each with every bar 10% either way."""
-    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle24_2026-11-28.json").read_text())
-    assert graded_counts(grades) == {"reference": 5, **{f"alternatives/{name}": 5 for name in PUZZLE.alternatives}}
-    assert_clear_of_every_bar(grades)
+    weights once (12.9x). One of each on one H100 (`benchmarks/device_grading.sh stability:puzzle24:1
+    alt:puzzle24:1:NAME ...`): TF32 silver (5.47x, 5.46x), autocast gold (7.58x), the reference gold (12.32x).
+    Each with every bar 10% either way on the H200, 7% on the H100 (autocast's 7.55 lower bound sits 8% over gold's
+    7.0, TF32's 5.45 9% over silver's 5.0)."""
+    h200 = json.loads((FIXTURES / "grades_puzzle24_2026-11-28.json").read_text())
+    h100 = json.loads((FIXTURES / "grades_puzzle24_2026-12-06.json").read_text())
+    assert graded_counts(h200) == {"reference": 5, **{f"alternatives/{name}": 5 for name in PUZZLE.alternatives}}
+    assert graded_counts(h100) == {"reference": 1, **{f"alternatives/{name}": 1 for name in PUZZLE.alternatives}}
+    assert {g["card"] for g in h100} == {"NVIDIA H100 80GB HBM3"}
+    assert_clear_of_every_bar(h200)
+    assert_clear_of_every_bar(h100, margin=0.07)
 
 
-def test_the_h200_refused_every_cheat_three_times():
-    """`benchmarks/grade_cheats.py puzzle24 --runs 3` on one H200: fp8 operands (5.4x) and low-rank weights (3.7x)
-    refused at correctness, the workload that blanks the calls it takes for unchecked (26x) at correctness and by
-    the physical floor."""
+def test_an_h200_refused_every_cheat_three_times_and_an_h100_once():
+    """`benchmarks/grade_cheats.py puzzle24 --runs 3` on one H200, `--runs 1` on one H100: fp8 operands (5.4x, 4.8x
+    on the H100) and low-rank weights (3.7x, 3.6x) refused at correctness, the workload that blanks the calls it
+    takes for unchecked (26x) at correctness and by the physical floor."""
     refusals = {"cheats/fp8_round_trip": {"correctness"}, "cheats/low_rank": {"correctness"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle24_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle24_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle24_2026-12-06.json", refusals, times=1)
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +134,7 @@ def test_every_style_against_the_baseline_on_the_gpu_at_the_scenes_sizes(workloa
 
 
 def test_its_sweep_measures_every_workload_against_the_baseline():
-    """sweeps/precisions.py, the measurement owed on the H100, run in-process at a CPU's sizes: every workload it
+    """sweeps/precisions.py, run in-process at a CPU's sizes: every workload it
     lists exists, runs, and reports its error against the baseline's scores (none for the baseline)."""
     sweep = puzzle_file(PUZZLE, "sweeps/precisions.py")
     sizes = {"BATCH": 16, "FEATURES": 128, "HIDDEN": 128, "SCORES": 32}

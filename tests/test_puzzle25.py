@@ -37,7 +37,7 @@ def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_4_percent_highe
     in pairs gold (1.64x). The styles lie 9-15% apart and each grade within 0.2% of its style's median, so the bars
     sit 4-5% from the styles on their sides, not 10% (posted_receives graded six times: four in the first call,
     two in a later one, 1.428x and 1.434x)."""
-    grades = json.loads((FIXTURES / "h200x2_grades_puzzle25_2026-11-28.json").read_text())
+    grades = json.loads((FIXTURES / "grades_puzzle25_2026-11-28.json").read_text())
     assert graded_counts(grades) == {"reference": 5, "alternatives/posted_receives": 6,
                                      "alternatives/two_halves": 5, "alternatives/tensor_parallel": 5}
     assert_clear_of_every_bar(grades, margin=0.04)
@@ -49,7 +49,7 @@ def test_two_h200s_refused_every_cheat_three_times():
     the calls it takes for unchecked (5.9x) at correctness and by the physical floor."""
     refusals = {"cheats/fp8_stages": {"correctness", "performance"}, "cheats/whole_model_on_each_rank": {"fair play"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "h200x2_cheats_puzzle25_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle25_2026-11-28.json", refusals, times=3)
 
 
 def _unsplit(weights: dict, x: torch.Tensor) -> torch.Tensor:

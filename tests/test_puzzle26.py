@@ -39,7 +39,7 @@ def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_3_5_percent_hig
     (1.45-1.50x) and the snake by bias (1.40-1.50x) gold, tensor_parallel (1.27-1.29x) silver. Their calls vary 2-4%
     a grade (the ranks meet in the all-reduce); the snake's lowest lower bound (1.379) and tensor_parallel's highest
     (1.277) sit 8% apart, and gold between them keeps 3.5% or more from each."""
-    grades = json.loads((FIXTURES / "h200x2_grades_puzzle26_2026-11-28.json").read_text())
+    grades = json.loads((FIXTURES / "grades_puzzle26_2026-11-28.json").read_text())
     assert graded_counts(grades) == {"reference": 6, "alternatives/snake_by_bias": 5, "alternatives/tensor_parallel": 5}
     assert_clear_of_every_bar(grades, margin=0.035)
 
@@ -50,7 +50,7 @@ def test_two_h200s_refused_every_cheat_three_times():
     workload that blanks the calls it takes for unchecked (4.7-5.2x) at correctness and by the physical floor."""
     refusals = {"cheats/every_expert_on_each_rank": {"fair play"}, "cheats/fp8_experts": {"correctness", "performance"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "h200x2_cheats_puzzle26_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle26_2026-11-28.json", refusals, times=3)
 
 
 def routed_shares(spec, seed: int) -> torch.Tensor:

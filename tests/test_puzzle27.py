@@ -1,8 +1,8 @@
-"""puzzle27, The whole model (a draft: issue 38's capstone), as far as the CPU can check it: a Llama-shaped decoder
+"""puzzle27, The whole model (issue 38's capstone), as far as the CPU can check it: a Llama-shaped decoder
 at a small model's sizes, whose every honest style chooses the model's best tokens along its own path (judged by
 the spec in the oracle's process), whose cheats choose tokens the model scores far lower, and whose grade names
 three stages in order; the harness judges every call. One H200's recordings show each stage where its fix before
-it leaves it, and its grades read their provisional tiers (MEASUREMENTS.md lists what is still owed)."""
+it leaves it; its grades and an H100's read the tiers puzzle.toml sets, every one against the prototype."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from test_grading_rules import assert_clear_of_every_bar
 from tutor.catalog import all_puzzles, get_puzzle
 from tutor.grading.answer import read_answer
 
-PUZZLE = get_puzzle("puzzle27", drafts=True)
+PUZZLE = get_puzzle("puzzle27")
 FIXTURES = Path(__file__).parent / "fixtures"
 # A small model whose layers weigh in the residual stream what the real one's do: the weights' std scaled so that
 # std x sqrt(HIDDEN) stays 0.9 (each layer's output as large as its input, not a fiftieth of it).
@@ -34,8 +34,8 @@ SIZE_LINES = {"LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 16, 2048,
               "ROPE_THETA, NORM_EPS, INIT_STD = 500000.0, 1e-5, 0.02": "ROPE_THETA, NORM_EPS, INIT_STD = 500000.0, 1e-5, 0.113"}
 
 
-def test_the_capstone_is_a_draft_with_three_stages_and_a_judged_output():
-    assert PUZZLE.draft and "puzzle27" not in all_puzzles() and PUZZLE.correctness.judged
+def test_the_capstone_ships_with_three_stages_and_a_judged_output():
+    assert not PUZZLE.draft and "puzzle27" in all_puzzles() and PUZZLE.correctness.judged
     assert [PUZZLE.diagnosis.accepted, *(s.diagnosis.accepted for s in PUZZLE.stages)] == [
         ("launch_overhead",), ("host_sync",), ("global_memory_traffic",)]
     assert [s.tier for s in PUZZLE.stages] == ["silver", "gold"]
@@ -64,27 +64,37 @@ def test_each_stage_shows_in_the_recording_of_the_fix_before_it_and_not_before()
     assert recorded[0]["gpu.busy_fraction"] < 0.2 < 0.6 < recorded[1]["gpu.busy_fraction"] < 0.8
 
 
-def test_its_grades_on_one_h200_read_their_tiers_with_every_bar_8_percent_higher_or_lower():
+def test_every_tier_is_measured_against_the_prototype_which_is_also_the_oracle():
+    """The prototype's time moves under 1% from grade to grade, the baseline's with the host (325-540 ms a call);
+    and every call of a grade is judged by the oracle's process, which runs the oracle on the call's input: the
+    baseline there made a warm grade's timing 53 s on an H100, the prototype 13 s."""
+    assert {t.vs for t in PUZZLE.tiers} == {"prototype"} and PUZZLE.correctness.oracle == "prototype"
+
+
+def test_its_grades_on_one_h200_and_one_h100_read_their_tiers_with_every_bar_8_percent_higher_or_lower():
     """Each style graded five times on one H200 against the prototype (`benchmarks/grade_stability.py puzzle27 --runs 1
     --which W`, then `benchmarks/device_grading.sh alt:puzzle27:1:W`): the host's wait gone too 1.27-1.45x silver,
     the reference 1.80-2.13x and compiled_step 3.01-3.12x gold, the GPU's pick with the launches left 0.21-0.30x
-    (1.11-1.21x the baseline) none. The prototype still waits on the host each step: 72.6-75.5 ms a call, and 83.5
-    and 86.3 ms in the two grades whose baseline read slowest (504 and 507 ms), which lifted the ratios against it by
-    13-18%; every lower bound stays 8% clear of every bar."""
-    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle27_2026-11-29.json").read_text())
-    assert graded_counts(grades) == {"reference": 5, "alternatives/gpu_argmax": 5, "alternatives/graphed_fp32_head": 5,
-                                     "alternatives/compiled_step": 5}
-    assert {t.vs for t in PUZZLE.tiers} == {"baseline", "prototype"}
-    assert_clear_of_every_bar(grades, margin=0.08)
+    none. On one H100 (`benchmarks/device_grading.sh stability:puzzle27:2 alt:puzzle27:1:W ...`, the prototype the
+    oracle): 1.20x, 1.71x, 2.72x and 0.37x. The prototype still waits on the host each step: 72.6-75.5 ms a call on
+    the H200, and 83.5 and 86.3 ms in the two grades whose baseline read slowest (504 and 507 ms), which lifted the
+    ratios against it by 13-18%; 76.6-79.0 ms on the H100. Every lower bound stays 8% clear of every bar."""
+    h200 = json.loads((FIXTURES / "grades_puzzle27_2026-11-29.json").read_text())
+    h100 = json.loads((FIXTURES / "grades_puzzle27_2026-12-06.json").read_text())
+    assert graded_counts(h200) == {"reference": 5, "alternatives/gpu_argmax": 5, "alternatives/graphed_fp32_head": 5,
+                                   "alternatives/compiled_step": 5}
+    assert graded_counts(h100) == {"reference": 2, "alternatives/gpu_argmax": 1, "alternatives/graphed_fp32_head": 1,
+                                   "alternatives/compiled_step": 1}
+    assert {g["card"] for g in h100} == {"NVIDIA H100 80GB HBM3"}
+    assert_clear_of_every_bar(h200 + h100, margin=0.08)
 
 
-def test_against_the_baseline_alone_the_tiers_past_bronze_would_change_with_the_machine():
+def test_against_the_baseline_the_tiers_would_change_with_the_machine():
     """The 16 earlier grades, every tier then measured against the baseline: launch-bound Python whose time the host
     sets (263-540 ms a call from grade to grade), while each graphed style's held within 1%. The prototype and
-    graphed_fp32_head, one stage apart, overlap there (6.42x against 5.83x) (the reason silver and gold are
-    measured against the prototype); bronze, against the baseline still, sits clear of every one of them by 4%
-    and more."""
-    grades = json.loads((FIXTURES / "draft_h200_grades_puzzle27_vs_baseline_2026-11-29.json").read_text())
+    graphed_fp32_head, one stage apart, overlap there (6.42x against 5.83x): the reason every tier is measured
+    against the prototype."""
+    grades = json.loads((FIXTURES / "puzzle27_grades_vs_baseline_2026-11-29.json").read_text())
     assert graded_counts(grades) == {"reference": 5, "prototype": 4, "alternatives/graphed_fp32_head": 4,
                                      "alternatives/compiled_step": 2, "alternatives/gpu_argmax": 1}
 
@@ -92,20 +102,20 @@ def test_against_the_baseline_alone_the_tiers_past_bronze_would_change_with_the_
         return [g["speedups"]["call"]["baseline"][figure] for g in grades if g["which"] == w]
 
     assert max(read("prototype", "median")) > min(read("alternatives/graphed_fp32_head", "median"))
-    low = {w: read(w, "low") for w in graded_counts(grades)}
-    bronze = next(t for t in PUZZLE.tiers if t.name == "bronze")
-    assert bronze.vs == "baseline" and min(min(v) for w, v in low.items() if w != "alternatives/gpu_argmax") > (
-        1.04 * bronze.min_speedup) > 1.04 * max(low["alternatives/gpu_argmax"])
 
 
-def test_each_cheat_graded_on_one_h200_is_refused():
-    """`benchmarks/grade_cheats.py puzzle27 --runs 1` on one H200, five times: the decode of half the layers judged
-    0.32-0.35 against the tolerance of 1e-2 (and short of bronze, 1.78-2.60x); the workload that blanks the calls it
-    takes for unchecked judged wrong on 98-101 of 122-125 timed calls, and its GPU time under the floor by 87x and
-    more."""
+def test_each_cheat_graded_on_one_h200_and_one_h100_is_refused():
+    """`benchmarks/grade_cheats.py puzzle27 --runs 1` on one H200, five times, the baseline the oracle then: the decode
+    of half the layers judged 0.32-0.35 against the tolerance of 1e-2 (and short of bronze, 1.78-2.60x the baseline);
+    the workload that blanks the calls it takes for unchecked judged wrong on 98-101 of 122-125 timed calls, and its
+    GPU time under the floor by 87x and more. Once on one H100 with the prototype the oracle: the same refusals,
+    judged 0.33-0.35 and wrong on 99 of 123 timed calls, under the floor by 250x."""
     refusals = {"cheats/half_the_layers": {"correctness", "performance"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "draft_h200_cheats_puzzle27_2026-11-29.json", refusals, times=5)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle27_2026-11-29.json", refusals, times=5)
+    # Half the layers, graphed, reads 0.79x the prototype: over bronze's bar, and refused at correctness alone.
+    refusals["cheats/half_the_layers"] = {"correctness"}
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle27_2026-12-06.json", refusals, times=1)
 
 
 def judged_errors(styles: list[str], seed: int = 1) -> dict[str, float]:

@@ -30,7 +30,7 @@ P3 = get_puzzle("puzzle3")
 
 def ncu_csv(which: str) -> Path:
     """Nsight Compute's CSV of puzzle3 on the H100: the baseline's ships with the puzzle, the solution's is a fixture."""
-    return recording("puzzle3", "ncu.csv") if which == "baseline" else FIXTURES / "h100_puzzle3_mine_ncu.csv"
+    return recording("puzzle3", "ncu.csv") if which == "baseline" else FIXTURES / "puzzle3_mine_ncu.csv"
 
 FACTS = {"matmul_type": "GEMM", "config_key": "(128, 4096, 4096, 4096, 1, 108)", "source": "autotune",
          "config": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64}}

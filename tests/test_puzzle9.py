@@ -50,7 +50,7 @@ def test_its_recordings_show_one_kernel_that_spills():
     recorded = ProfileMetrics.from_json((PUZZLE.recordings_dir / "baseline_metrics.json").read_text())
     assert recorded.kernels[0]["name"] == "project" and recorded.kernels[0]["share"] > 0.99
     baseline = ncu.extract(PUZZLE.recordings_dir / "baseline_ncu.csv").values
-    reference = ncu.extract(FIXTURES / "h100_puzzle9_reference_ncu.csv").values
+    reference = ncu.extract(FIXTURES / "puzzle9_reference_ncu.csv").values
     assert baseline["ncu.spill_instructions"] > 1e8 and reference["ncu.spill_instructions"] == 0
     cited = tomllib.loads((PUZZLE.solution_dir / "answer.toml").read_text())["kernel_evidence"]["metric"]
     assert baseline[cited] > reference[cited]
@@ -76,7 +76,7 @@ def test_ptxas_here_counts_the_registers_nsight_compute_saw_on_the_h100(tmp_path
     """The CPU's evidence is the hardware's: ptxas's count for sm_90 is what ran (ncu, recorded on the H100,
     benchmarks/measure_draft.py), and the register file then caps the blocks an SM holds at 8 or 5."""
     kernel = ptxas_kernel(tmp_path, PUZZLE, workload)
-    seen = ncu.extract(FIXTURES / f"h100_puzzle9_{recorded}_ncu.csv").values
+    seen = ncu.extract(FIXTURES / f"puzzle9_{recorded}_ncu.csv").values
     assert seen["ncu.registers_per_thread"] == kernel.registers
     assert seen["ncu.occupancy_limit_registers"] == 65536 // (kernel.registers * 256)
     # 2048 blocks: two waves at the baseline's 8 blocks an SM, three at the reference's 5 (MEASUREMENTS.md).

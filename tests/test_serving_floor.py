@@ -1,11 +1,11 @@
 """A serving grade's floor and evidence (tutor.grading.serving.check_serving_floor): how busy NVML saw the GPU
 during each side's replays, against the model's least FLOPs for their traces at the GPU's best rate.
 
-The figures are the H100's. Real grades of puzzle18 (tests/fixtures/h100_puzzle18_grades_gpu_busy_2026-11-26.json,
+The figures are the H100's. Real grades of puzzle18 (tests/fixtures/puzzle18_grades_gpu_busy_2026-11-26.json,
 MEASUREMENTS.md): two alternatives, the baseline against itself, and its two cheats (cheats/), servers that
 read the chain off the weights once and then hand out a token a request a step, the model never run:
 `gpu_table` looks the next states up with a kernel a step, `host_table` in a Python list. Both give every
-right token. And the sweep that came first (tests/fixtures/h100_puzzle18_gpu_busy_2026-11-26.json,
+right token. And the sweep that came first (tests/fixtures/puzzle18_gpu_busy_2026-11-26.json,
 challenges/puzzle18/sweeps/gpu_busy.py): the same servers replayed in one process.
 """
 
@@ -22,8 +22,8 @@ from tutor.grading.serving import check_serving_floor
 from tutor.harness.serving_rounds import busy_figures, busy_watch
 
 FIXTURES = Path(__file__).parent / "fixtures"
-ROWS = json.loads((FIXTURES / "h100_puzzle18_gpu_busy_2026-11-26.json").read_text())
-GRADES = json.loads((FIXTURES / "h100_puzzle18_grades_gpu_busy_2026-11-26.json").read_text())
+ROWS = json.loads((FIXTURES / "puzzle18_gpu_busy_2026-11-26.json").read_text())
+GRADES = json.loads((FIXTURES / "puzzle18_grades_gpu_busy_2026-11-26.json").read_text())
 
 
 def test_each_recorded_grade_reads_its_floor_again_the_cheats_refused_every_server_of_the_model_passed():

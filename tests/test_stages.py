@@ -220,9 +220,9 @@ def test_the_recordings_installer_ships_each_stages_profile(tmp_path):
     results.mkdir(parents=True)
     for name in ("baseline_metrics.json", "stage2_metrics.json", "stage3_metrics.json"):
         (results / name).write_text(name)
-    installer.install(results.parent, "capstone", None, root)
+    installer.install(results.parent, "capstone", "an H200 (141 GB HBM3e)", root)
     shipped = sorted(p.name for p in (root / "challenges" / "capstone" / "recordings").iterdir())
-    assert shipped == ["baseline_metrics.json", "stage2_metrics.json", "stage3_metrics.json"]
+    assert shipped == ["baseline_metrics.json", "recorded_on.txt", "stage2_metrics.json", "stage3_metrics.json"]
 
 
 def test_the_reference_answer_cites_each_stage_from_the_profile_of_the_file_that_shows_it(tmp_path):

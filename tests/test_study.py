@@ -103,8 +103,9 @@ def test_a_recording_made_on_another_card_says_which(workspace, monkeypatch, cap
 
 
 def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tmp_path):
-    """benchmarks/install_recordings.py: the H100's baseline recordings over the H200's, the reference's ncu
-    export as the fixture the tests prefer, and the note naming the other card gone (or naming the card given)."""
+    """benchmarks/install_recordings.py: the new card's baseline recordings (each profiler's the registry records,
+    and the trace) over the old card's, the reference's ncu export as the puzzle's card-neutral fixture, and the
+    note naming the card the recordings came from."""
     from pathlib import Path
 
     from tutor.harness.loading import load_module
@@ -118,18 +119,18 @@ def test_a_device_calls_recordings_replace_another_cards_in_the_puzzle_folder(tm
     (recordings / "recorded_on.txt").write_text("an H200\n")
     (recordings / "baseline_ncu.csv").write_text("the H200's\n")
     (results / "puzzle11").mkdir(parents=True)
-    for name in (*installer.BASELINE, "h100_reference_ncu.csv"):
+    recorded = installer.recorded_files()
+    assert {"baseline_metrics.json", "baseline_ncu.csv", "baseline_memory_metrics.json",
+            "baseline_trace.json.gz"} == set(recorded)
+    for name in ("baseline_metrics.json", "baseline_ncu.csv", "baseline_trace.json.gz", "reference_ncu.csv"):
         (results / "puzzle11" / name).write_text(f"new {name}\n")
-    done = installer.install(results, "puzzle11", None, root)
+    done = installer.install(results, "puzzle11", "an H100 (80 GB HBM3)", root)
     assert (recordings / "baseline_ncu.csv").read_text() == "new baseline_ncu.csv\n"
-    assert (root / "tests" / "fixtures" / "h100_puzzle11_reference_ncu.csv").is_file()
-    assert not (recordings / "recorded_on.txt").exists() and len(done) == 5
-    installer.install(results, "puzzle11", "an A100 (80 GB)", root)
-    assert (recordings / "recorded_on.txt").read_text() == "an A100 (80 GB)\n"
-    installer.install(results, "puzzle11", "an H200 (141 GB HBM3e)", root)  # its fixture named for its card
-    assert (root / "tests" / "fixtures" / "h200_puzzle11_reference_ncu.csv").is_file()
+    assert (root / "tests" / "fixtures" / "puzzle11_reference_ncu.csv").read_text() == "new reference_ncu.csv\n"
+    assert (recordings / "recorded_on.txt").read_text() == "an H100 (80 GB HBM3)\n" and len(done) == 5
+    assert not (recordings / "baseline_memory_metrics.json").exists()  # puzzle11 lists no memory profiler
     with pytest.raises(SystemExit, match="no baseline_metrics.json"):
-        installer.install(results, "puzzle12", None, root)
+        installer.install(results, "puzzle12", "an H100", root)
 
 
 def test_a_device_call_grades_each_solution_it_names_as_many_times_as_it_says():

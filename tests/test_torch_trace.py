@@ -42,12 +42,12 @@ def cpu_loop():
 
 @pytest.fixture(scope="module")
 def h2d_sync():
-    return _extract("h100_h2d_sync")
+    return _extract("h2d_sync")
 
 
 @pytest.fixture(scope="module")
 def graph_replay():
-    return _extract("h100_graph_replay")
+    return _extract("graph_replay")
 
 
 def _raw_events(name: str) -> list[dict]:
@@ -98,7 +98,7 @@ def test_graph_replay_is_one_launch_for_many_kernels(graph_replay):
     assert v["iterations"] == GPU.ITERATIONS
     assert v["graphs.replays_per_iter"] == 1
     assert v["kernels.per_iter"] >= 3  # two Linear gemms and the GELU, all from one cudaGraphLaunch
-    launches = [e for e in _raw_events("h100_graph_replay")
+    launches = [e for e in _raw_events("graph_replay")
                 if e.get("cat") == "cuda_runtime" and e["name"] in LAUNCH_APIS]
     assert len(launches) == GPU.ITERATIONS
     assert v["cpu.ops_per_iter"] == 0  # replay bypasses the dispatcher entirely
@@ -107,7 +107,7 @@ def test_graph_replay_is_one_launch_for_many_kernels(graph_replay):
     assert v["launch.api_us_per_iter"] > 0 and v["launch.latency_us_median"] > 0
 
 
-@pytest.mark.parametrize("name", ["h100_h2d_sync", "h100_graph_replay"])
+@pytest.mark.parametrize("name", ["h2d_sync", "graph_replay"])
 def test_gpu_time_accounts_add_up(name):
     metrics = _extract(name)
     v = metrics.values
@@ -120,7 +120,7 @@ def test_gpu_time_accounts_add_up(name):
     assert 0 < v["gpu.busy_fraction"] <= 1 and v["gpu.idle_us_per_iter"] >= 0
 
 
-@pytest.mark.parametrize("name", ["h100_h2d_sync", "h100_graph_replay"])
+@pytest.mark.parametrize("name", ["h2d_sync", "graph_replay"])
 def test_kernel_table_is_sorted_with_short_and_full_names(name):
     table = _extract(name).kernels
     totals = [k["total_us"] for k in table]
@@ -134,8 +134,8 @@ def test_kernel_table_is_sorted_with_short_and_full_names(name):
 
 
 def test_kernel_categories_follow_the_name_not_its_template_arguments():
-    names = {k["full_name"]: k["category"] for k in _extract("h100_h2d_sync").kernels
-             + _extract("h100_graph_replay").kernels}
+    names = {k["full_name"]: k["category"] for k in _extract("h2d_sync").kernels
+             + _extract("graph_replay").kernels}
     for full_name, category in names.items():
         if full_name.startswith("void cublasLt::splitKreduce_kernel"):
             assert category == "gemm"  # part of a split-K gemm, not a standalone reduction
@@ -149,7 +149,7 @@ def test_kernel_categories_follow_the_name_not_its_template_arguments():
 
 
 def test_trace_without_iter_ranges_is_a_clear_error(tmp_path):
-    events = [e for e in _raw_events("h100_h2d_sync") if e.get("name") != "infprof:iter"]
+    events = [e for e in _raw_events("h2d_sync") if e.get("name") != "infprof:iter"]
     path = tmp_path / "no_iters.json"
     path.write_text(json.dumps({"traceEvents": events}))
     with pytest.raises(ValueError, match="no 'infprof:iter' ranges"):
@@ -158,7 +158,7 @@ def test_trace_without_iter_ranges_is_a_clear_error(tmp_path):
 
 def test_truncated_trace_is_a_clear_error(tmp_path):
     path = tmp_path / "cut.json"
-    path.write_bytes(gzip.decompress((FIXTURES / "h100_graph_replay.json.gz").read_bytes())[:5000])
+    path.write_bytes(gzip.decompress((FIXTURES / "graph_replay.json.gz").read_bytes())[:5000])
     with pytest.raises(ValueError, match="Cannot read the trace"):
         extract(path)
 

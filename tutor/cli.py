@@ -306,7 +306,7 @@ def cmd_taxonomy(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tutor.profilers.registry import PROFILERS  # light: the profilers' parsers load when a profile is read
+    from tutor.profilers.registry import PROFILERS, RECORDABLE  # light: the parsers load when a profile is read
 
     parser = argparse.ArgumentParser(prog="infprof-tutor", description="Learn to find GPU inference bottlenecks by profiling.")
     parser.add_argument("--workspace", type=Path, default=None, help="workspace folder (default: found from here)")
@@ -341,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("puzzle")
         p.set_defaults(func=func)
         if name == "study":
-            p.add_argument("--profiler", default="torch", choices=["torch", "ncu"])
+            p.add_argument("--profiler", default="torch", choices=RECORDABLE)
             p.add_argument("--check", action="store_true", help="grade answer.toml against the recorded profiles")
         if name == "review":
             p.add_argument("--early", action="store_true", help="open it before solving (recorded as seen early)")

@@ -42,21 +42,19 @@ def _failed(name: str, detail: str) -> Check:
 
 
 def recorded_profiles(puzzle: Puzzle) -> dict[str, ProfileMetrics]:
-    """The baseline profiles shipped in the puzzle's recordings/ folder, by file name: each machine's torch
-    profile, with its Nsight Compute export's metrics beside it where one was recorded there too (a
-    kernel puzzle's diagnosis cites ncu.*, as study mode reads both)."""
-    found = {}
-    for path in sorted(puzzle.recordings_dir.glob("*baseline_metrics.json")):
-        profile = ProfileMetrics.from_json(path.read_text())
-        ncu_csv = path.with_name(path.name.replace("_metrics.json", "_ncu.csv"))
-        if ncu_csv.is_file():
-            from tutor.profilers import ncu
+    """The baseline's profile shipped in the puzzle's recordings/ folder, by the names of its files: the torch
+    profile's metrics with those of every other profiler recorded beside it (a kernel puzzle's diagnosis cites
+    ncu.*, puzzle23's allocator.*, as study mode reads them all). Nothing where the torch profile is missing."""
+    from tutor.profilers.registry import PROFILERS, recording_path
 
-            profile = dataclasses.replace(profile, values={**profile.values, **ncu.extract(ncu_csv).values})
-            found[f"{path.name} and {ncu_csv.name}"] = profile
-        else:
-            found[path.name] = profile
-    return found
+    if not puzzle.recorded_baseline.is_file():
+        return {}
+    profile = ProfileMetrics.from_json(puzzle.recorded_baseline.read_text())
+    others = [(recording_path(puzzle, p), PROFILERS[p].recording) for p in puzzle.profilers
+              if p in PROFILERS and p != "torch" and PROFILERS[p].recording and recording_path(puzzle, p).is_file()]
+    values = {**profile.values, **{k: v for path, recording in others for k, v in recording.read(path).values.items()}}
+    names = [puzzle.recorded_baseline.name, *(path.name for path, _ in others)]
+    return {" and ".join(names): dataclasses.replace(profile, values=values)}
 
 
 def static_checks(puzzle: Puzzle) -> Iterator[Check]:

@@ -122,5 +122,7 @@ def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, f
 
 
 def _kernel_evidence(ws: Workspace, puzzle: Puzzle, metric: str) -> dict:
-    return {"metric": metric, "baseline": baseline_metrics(ws, puzzle, "ncu", reuse=True)[metric],
-            "mine": actions.profile(ws, puzzle, "mine", profiler="ncu").metrics.values[metric]}
+    from tutor.profilers.registry import KERNEL_PROFILER
+
+    return {"metric": metric, "baseline": baseline_metrics(ws, puzzle, KERNEL_PROFILER.id, reuse=True)[metric],
+            "mine": actions.profile(ws, puzzle, "mine", profiler=KERNEL_PROFILER.id).metrics.values[metric]}

@@ -1,7 +1,8 @@
 """Study mode: a GPU puzzle's baseline as it was profiled on its GPU, for a learner without that GPU.
 
-The puzzle's recordings/ folder ships the baseline's metrics, its PyTorch-profiler trace and (where the
-puzzle uses Nsight Compute) ncu's CSV. `study` opens one as if the learner had profiled: the same
+The puzzle's recordings/ folder ships the baseline's profile by each profiler the registry records
+(tutor.profilers.registry: the PyTorch profiler's metrics and trace, Nsight Compute's CSV, the allocator's
+figures) that the puzzle lists. `study` opens one as if the learner had profiled: the same
 metrics, the trace for Perfetto, recorded in the progress db as 'recorded', never as the learner's
 own. `grade_diagnosis` then grades answer.toml alone against the recordings; a pass makes the puzzle
 'diagnosed', not 'solved'. A full grade reads the learner's own profiles only.
@@ -13,19 +14,17 @@ import shutil
 from pathlib import Path
 
 from tutor.actions import ProfileOutcome, new_run_dir
-from tutor.catalog import RECORDED_BASELINE, Puzzle
+from tutor.catalog import Puzzle
 from tutor.errors import TutorError
 from tutor.grading import stages
 from tutor.grading.answer import read_answer, readable_answer
 from tutor.grading.diagnosis import check_diagnosis
 from tutor.grading.verdict import Criterion, Verdict
 from tutor.metrics import ProfileMetrics
+from tutor.profilers.registry import PROFILERS, recording_path
 from tutor.progress import Progress
 from tutor.workspace import Workspace
 
-# What each profiler's recording is, in a puzzle's recordings/ folder.
-RECORDED = {"torch": RECORDED_BASELINE["cuda"], "ncu": "baseline_ncu.csv"}
-TRACE = "baseline_trace.json.gz"
 RECORDED_ON = "an H100 (80 GB HBM3), torch 2.11 with CUDA 13.0"
 # A recording made on another card says so in this file of its recordings/ folder (one line, as RECORDED_ON).
 RECORDED_ON_FILE = "recorded_on.txt"
@@ -44,23 +43,20 @@ def recorded_card(puzzle: Puzzle) -> str:
 
 def recorded_profilers(puzzle: Puzzle) -> list[str]:
     """The profilers whose baseline recording this puzzle ships, in the puzzle's order."""
-    folder = puzzle.recordings_dir
-    return [p for p in puzzle.profilers if p in RECORDED and (folder / RECORDED[p]).is_file()]
+    return [p for p in puzzle.profilers if p in PROFILERS and PROFILERS[p].recording
+            and recording_path(puzzle, p).is_file()]
 
 
 def read_recording(puzzle: Puzzle, profiler: str) -> tuple[ProfileMetrics, Path]:
-    """The recorded metrics and the file a viewer opens (the torch trace, the ncu CSV)."""
+    """The recorded metrics and the file a viewer opens (the torch trace, the ncu CSV, ...)."""
     shipped = recorded_profilers(puzzle)
     if profiler not in shipped:
         raise TutorError(f"{puzzle.id} ships no {profiler} recording of its baseline (recorded: "
                          f"{', '.join(shipped) or 'none'}).",
                          f"Study it with --profiler {shipped[0]}." if shipped
                          else "This puzzle has no recordings: it runs on this machine, profile it yourself.")
-    folder = puzzle.recordings_dir
-    if profiler == "ncu":
-        from tutor.profilers import ncu
-        return ncu.extract(folder / RECORDED["ncu"]), folder / RECORDED["ncu"]
-    return ProfileMetrics.from_json((folder / RECORDED["torch"]).read_text()), folder / TRACE
+    recording, path = PROFILERS[profiler].recording, recording_path(puzzle, profiler)
+    return recording.read(path), (puzzle.recordings_dir / recording.opened if recording.opened else path)
 
 
 def study(ws: Workspace, puzzle: Puzzle, profiler: str = "torch") -> ProfileOutcome:

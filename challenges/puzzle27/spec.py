@@ -69,10 +69,12 @@ def least_work(l2_bytes: int) -> dict:
 
 # -- the oracle's judge: the model, written here once, out of every workload's reach ----------------------------
 
-def judge(weights: dict, inputs: dict, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def judge(oracle, inputs: dict, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Along a decode's own path (`tokens` [BATCH, STEPS]): each step's logit of the token chosen, and the best logit
-    of that step, [BATCH, STEPS] fp32 each. The steps' inputs are the prefill's token and the tokens chosen, so
+    of that step, [BATCH, STEPS] fp32 each. `oracle`: the oracle's prepared state, the prototype's decoder (its
+    weights its `w`), or the weights themselves. The steps' inputs are the prefill's token and the tokens chosen, so
     the model runs them as one causal pass over the prompt's cache."""
+    weights = getattr(oracle, "w", oracle)
     fed = torch.cat([inputs["last"][:, None], tokens[:, :-1]], dim=1)
     logits = logits_along(weights, inputs["k"], inputs["v"], fed)
     scored = logits.gather(-1, tokens[..., None].long())[..., 0]

@@ -14,6 +14,7 @@ from tutor.catalog import Puzzle
 from tutor.grading.diagnosis import value_matches
 from tutor.grading.puzzle_checks import LearnerProfiles
 from tutor.grading.verdict import Criterion
+from tutor.profilers.registry import KERNEL_PROFILER as PROFILER  # the registry's say: Nsight Compute
 
 NAME = "kernel evidence"
 # ncu metrics that say *that* a kernel is faster, not *why*: they cannot explain a choice.
@@ -38,24 +39,25 @@ def criterion(puzzle: Puzzle, cited: dict, profiles: LearnerProfiles) -> Criteri
                          f"{puzzle.kernel_evidence_for.capitalize()} and above are for a better kernel, explained "
                          "with Nsight Compute.", [], caps_tier=below)
     metric = cited.get("metric", "")
-    how = (f"Profile both with Nsight Compute: `infprof-tutor profile {puzzle.id} --profiler ncu` and "
-           "`... --profiler ncu --which mine`; cite one ncu.* metric and its value in each.")
-    if not str(metric).startswith("ncu.") or metric in NOT_EXPLAINING:
-        return Criterion(NAME, False, "[kernel_evidence] names no Nsight Compute metric that explains a choice.",
-                         [f"metric = {metric!r}: use an ncu.* metric other than "
+    how = (f"Profile both with {PROFILER.name}: `infprof-tutor profile {puzzle.id} --profiler {PROFILER.id}` and "
+           f"`... --profiler {PROFILER.id} --which mine`; cite one {PROFILER.metric_prefix}* metric and its "
+           "value in each.")
+    if not str(metric).startswith(PROFILER.metric_prefix) or metric in NOT_EXPLAINING:
+        return Criterion(NAME, False, f"[kernel_evidence] names no {PROFILER.name} metric that explains a choice.",
+                         [f"metric = {metric!r}: use a {PROFILER.metric_prefix}* metric other than "
                           + ", ".join(sorted(NOT_EXPLAINING)) + " (those say that it is faster, not why)", how])
     details, ok = [], True
     for workload, whose in (("baseline", "the baseline's kernel"), ("mine", "your kernel (mine)")):
-        profile = profiles.newest(workload, "ncu")
+        profile = profiles.newest(workload, PROFILER.id)
         said = cited.get(workload)
         if profile is None:
-            details.append(f"{whose}: no Nsight Compute profile recorded yet.")
+            details.append(f"{whose}: no {PROFILER.name} profile recorded yet.")
             ok = False
-        elif not profiles.is_current(workload, "ncu"):
-            details.append(f"{whose}: your newest ncu profile ran an older workload.py; profile it again.")
+        elif not profiles.is_current(workload, PROFILER.id):
+            details.append(f"{whose}: your newest {PROFILER.name} profile ran an older workload.py; profile it again.")
             ok = False
         elif metric not in profile.values:
-            details.append(f"{whose}: {metric} is not in its ncu profile.")
+            details.append(f"{whose}: {metric} is not in its {PROFILER.name} profile.")
             ok = False
         elif not isinstance(said, (int, float)) or not value_matches(said, profile.values[metric]):
             details.append(f"{whose}: you cited {said!r}, its profile shows {profile.values[metric]:.4g} "
@@ -64,7 +66,8 @@ def criterion(puzzle: Puzzle, cited: dict, profiles: LearnerProfiles) -> Criteri
         else:
             details.append(f"{whose}: {metric} = {said:g}, matches its profile ({_top_kernel(profile)}).")
     if not ok:
-        return Criterion(NAME, False, "Your kernel evidence does not hold up against your ncu profiles.", [*details, how])
+        return Criterion(NAME, False, f"Your kernel evidence does not hold up against your {PROFILER.name} profiles.",
+                         [*details, how])
     base, mine = cited["baseline"], cited["mine"]
     if abs(base - mine) <= MIN_DIFFERENCE * max(abs(base), abs(mine)):
         details.append(f"{metric} differs by less than {MIN_DIFFERENCE:.0%} between the kernels: "

@@ -1,13 +1,15 @@
 """Every profiler the tutor drives, one record each, read by the CLI, the TUI and tutor.actions alike.
 
 A record says what the profiler is called and gives, how to tell whether its tool is here, how a
-profile is taken (tutor.profilers.capture) and how a learner opens what it wrote. Adding a profiler
-is one record here, its capture function and its parser.
+profile is taken (tutor.profilers.capture), how a learner opens what it wrote, what of a baseline's profile
+a puzzle ships in recordings/ for study mode, and whether it explains a kernel ([kernel_evidence]). Adding
+a profiler is one record here, its capture function and its parser.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from tutor.errors import EnvironmentProblem, TutorError
@@ -16,9 +18,26 @@ from tutor.profilers.openers import Opener
 from tutor.protocol import NVTX_ITER_RANGE, NVTX_KERNELS_RANGE, TORCH_ITER_RANGE
 
 if TYPE_CHECKING:
+    from tutor.catalog import Puzzle
     from tutor.machine import Machine
+    from tutor.metrics import ProfileMetrics
 
 PERFETTO_SCRIPT = "https://github.com/google/perfetto/raw/main/tools/open_trace_in_ui"
+
+
+def _metrics_json(path: Path) -> ProfileMetrics:
+    from tutor.metrics import ProfileMetrics
+
+    return ProfileMetrics.from_json(path.read_text())
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What of a profile of its baseline a puzzle ships in recordings/, made on a GPU (benchmarks/measure_draft.py)."""
+    name: str  # in recordings/
+    kept: str  # the file of the profile's run folder it is a copy of
+    read: Callable[[Path], ProfileMetrics] = _metrics_json
+    opened: str = ""  # what study mode hands the learner to open, in recordings/ ("": the recording itself)
 
 
 @dataclass(frozen=True)
@@ -36,6 +55,8 @@ class Profiler:
     runs_workload: bool = True  # False: it reads the source alone, so it needs no GPU (ptxas)
     # The names of the metrics it alone gives; "" where they are the timeline's, which torch gives too.
     metric_prefix: str = ""
+    recording: Recording | None = None  # None: study mode ships no recording of it
+    explains_kernels: bool = False  # a [kernel_evidence] table cites its metrics (one profiler does)
 
     def problem(self, machine: Machine | None = None) -> EnvironmentProblem | None:
         """Why this profiler cannot run here, or None."""
@@ -69,7 +90,8 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
                "on a remote machine add -n and forward the port: ssh -L 9001:127.0.0.1:9001 HOST",
                (f"each forward() sits in an {TORCH_ITER_RANGE} range: the metrics count only what is inside them",
                 "gaps between kernels on the GPU rows are idle time; the host rows above them say why")),
-        capture.torch_profile, _torch_installed),
+        capture.torch_profile, _torch_installed,
+        recording=Recording("baseline_metrics.json", "metrics.json", opened="baseline_trace.json.gz")),
     Profiler(
         "ncu", "Nsight Compute",
         "each kernel's speed of light, occupancy and stall reasons; a report for ncu-ui",
@@ -84,7 +106,8 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
         capture.ncu_profile, lambda machine: ncu.find_usable_ncu(),
         headline=("ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct",
                   "ncu.achieved_occupancy_pct", "ncu.registers_per_thread"),
-        subject="top kernel (most GPU time)", metric_prefix="ncu."),
+        subject="top kernel (most GPU time)", metric_prefix="ncu.",
+        recording=Recording("baseline_ncu.csv", "ncu.csv", ncu.extract), explains_kernels=True),
     Profiler(
         "nsys", "Nsight Systems",
         "a timeline of kernels, copies, CUDA API calls and NVTX ranges; a report for nsys-ui",
@@ -112,7 +135,8 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
         capture.memory_profile, _cuda_torch,
         headline=("allocator.allocated_mb_per_iter", "allocator.allocs_per_iter", "allocator.warmup.peak_allocated_mb",
                   "allocator.iterations.peak_allocated_mb", "allocator.graph_pool_mb"),
-        subject="the allocator, over prepare, warm-up and the profiled calls", metric_prefix="allocator."),
+        subject="the allocator, over prepare, warm-up and the profiled calls", metric_prefix="allocator.",
+        recording=Recording("baseline_memory_metrics.json", "metrics.json")),
     Profiler(
         "ptxas", "ptxas (nvcc -Xptxas -v)",
         "each kernel's registers, spill bytes and stack frame, from the compiler alone: no GPU needed",
@@ -134,6 +158,16 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
 def profiler_giving(metric: str) -> str:
     """The profiler a metric comes from: the one whose own names it carries, else the PyTorch profiler."""
     return next((p.id for p in PROFILERS.values() if p.metric_prefix and metric.startswith(p.metric_prefix)), "torch")
+
+
+RECORDABLE = [p.id for p in PROFILERS.values() if p.recording]  # what study mode may open
+KERNEL_PROFILER = next(p for p in PROFILERS.values() if p.explains_kernels)
+
+
+def recording_path(puzzle: Puzzle, profiler_id: str) -> Path:
+    """Where `puzzle` ships its baseline's recording of this profiler for study mode (a GPU's: a CPU puzzle's
+    own profile, tutor.catalog.RECORDED_BASELINE, is for `dev check` alone)."""
+    return puzzle.recordings_dir / PROFILERS[profiler_id].recording.name
 
 
 def get_profiler(profiler_id: str) -> Profiler:
