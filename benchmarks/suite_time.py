@@ -1,4 +1,4 @@
-"""How long the README's test command takes on a fresh clone: wall time and the whole machine's CPU.
+"""How long the test command (README, docs/development.md) takes on a fresh clone: wall time and the whole machine's CPU.
 
     .venv/bin/python benchmarks/suite_time.py [--repeat N] [--commit REF] [--keep-cache] [--json]
 

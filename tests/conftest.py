@@ -600,7 +600,7 @@ def pytest_runtest_logfinish(nodeid, location):
     """What a test leaves alive, frozen once its garbage is collected: the collector's full passes in a test process
     then walk only what the running test made, not torch's, Textual's and every earlier test's objects again (the
     collector's CPU in the suite, `perf record -a -F 199` around it, with tutor.harness.collector's freeze in the
-    harness: 169 core-seconds of 1127 before, 43 of 896 after; README, the suite's time)."""
+    harness: 169 core-seconds of 1127 before, 43 of 896 after; docs/development.md, the suite's time)."""
     import gc
 
     gc.collect()

@@ -114,18 +114,33 @@ def test_list_imports_neither_torch_nor_pandas(in_workspace):
     assert done.returncode == 0, done.stderr
 
 
-def test_hints_one_at_a_time(in_workspace, capsys):
+def test_hints_one_at_a_time_and_again_all_that_are_out(in_workspace, capsys):
+    assert main(["hint", "puzzle0", "--all"]) == 0
+    assert "No hint revealed yet" in capsys.readouterr().out
     for expected in ("Hint 1/3", "Hint 2/3", "Hint 3/3", "All 3 hints are out"):
         assert main(["hint", "puzzle0"]) == 0
         assert expected in capsys.readouterr().out
+    assert main(["hint", "puzzle0", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"Hint {n}/3" in out for n in (1, 2, 3)) and "are out" not in out
 
 
-def test_reset_restores_and_keeps_a_backup(in_workspace, capsys):
+def test_every_reset_keeps_its_own_backup_and_says_where(in_workspace, capsys):
+    """Two resets in a row lose nothing: each keeps the files it replaced in a folder of its own, printed whole."""
     workload = in_workspace.root / "puzzle0" / "workload.py"
-    workload.write_text("broken")
+    workload.write_text("first try")
     assert main(["reset", "puzzle0"]) == 0
+    first = capsys.readouterr().out
+    workload.write_text("second try")
+    assert main(["reset", "puzzle0"]) == 0
+    second = capsys.readouterr().out
     assert "def forward" in workload.read_text()
-    assert (workload.parent / "workload.py.bak").read_text() == "broken"
+    kept = sorted((in_workspace.root / ".infprof" / "backups" / "puzzle0").glob("*/workload.py"))
+    assert [k.read_text() for k in kept] == ["first try", "second try"]
+    assert str(kept[0]) in first.replace("\n", "") and str(kept[1]) in second.replace("\n", "")
+    assert main(["reset", "puzzle0"]) == 0  # nothing changed since: nothing to keep
+    assert "unchanged" in capsys.readouterr().out
+    assert len(list((in_workspace.root / ".infprof" / "backups" / "puzzle0").glob("*/workload.py"))) == 2
 
 
 def test_grading_the_untouched_baseline_fails_and_is_recorded(in_workspace, capsys, monkeypatch):

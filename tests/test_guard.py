@@ -56,7 +56,7 @@ def test_a_patch_on_a_base_class_or_a_swapped_function_body_is_a_change():
 
 
 def test_its_cost_benchmark_times_a_verify_that_finds_nothing(monkeypatch, capsys):
-    """benchmarks/guard_cost.py, where README's figure of a verify's cost comes from."""
+    """benchmarks/guard_cost.py, where docs/harness.md's figure of a verify's cost comes from."""
     import json
     import sys
     from pathlib import Path

@@ -13,7 +13,7 @@ def test_the_tests_marked_first_lead(request):
 
 
 def test_the_suite_cpu_plugin_reads_the_machines_busy_time_and_names_each_tests_share():
-    """benchmarks/suite_cpu.py, where README's figures of the suite's CPU come from."""
+    """benchmarks/suite_cpu.py, where docs/development.md's figures of the suite's CPU come from."""
     from pathlib import Path
 
     from tutor.harness.loading import load_module
@@ -33,7 +33,7 @@ def test_the_suite_cpu_plugin_reads_the_machines_busy_time_and_names_each_tests_
 
 
 def test_the_process_log_has_a_line_for_each_fresh_python_and_counts_them_by_kind(tmp_path):
-    """benchmarks/process_log, where README's count of the suite's fresh interpreters comes from."""
+    """benchmarks/process_log, where docs/development.md's count of the suite's fresh interpreters comes from."""
     import json
     import os
     import subprocess
@@ -54,7 +54,7 @@ def test_the_process_log_has_a_line_for_each_fresh_python_and_counts_them_by_kin
 
 
 def test_suite_time_reads_pytests_counts_and_the_machines_busy_time():
-    """benchmarks/suite_time.py, where README's timings of make test come from."""
+    """benchmarks/suite_time.py, where docs/development.md's timings of make test come from."""
     from pathlib import Path
 
     from tutor.harness.loading import load_module

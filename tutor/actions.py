@@ -229,6 +229,11 @@ def _next_hint_preview(puzzle: Puzzle, progress: Progress) -> str:
     return ""
 
 
+def revealed_hints(ws: Workspace, puzzle: Puzzle) -> list[str]:
+    """The hints revealed so far, in order (none revealed by reading them)."""
+    return list(puzzle.hints[:Progress(ws.db_path).hints_revealed(puzzle.id)])
+
+
 def reveal_hint(ws: Workspace, puzzle: Puzzle) -> tuple[int, str] | None:
     """The next hint (index, text), recorded as revealed; None when all are out."""
     idx = Progress(ws.db_path).reveal_hint(puzzle.id, len(puzzle.hints))

@@ -268,9 +268,18 @@ def cmd_hint(args) -> int:
     from tutor.workspace import require_workspace
 
     p = get_puzzle(args.puzzle)
-    hint = actions.reveal_hint(require_workspace(args.workspace), p)
+    ws = require_workspace(args.workspace)
+    if args.all:  # read again what was revealed, revealing nothing new
+        shown = actions.revealed_hints(ws, p)
+        for i, text in enumerate(shown):
+            console.print(f"[bold]Hint {i + 1}/{len(p.hints)}[/]: {text}")
+        if not shown:
+            console.print(f"No hint revealed yet: `infprof-tutor hint {p.id}` shows the first.")
+        return 0
+    hint = actions.reveal_hint(ws, p)
     if hint is None:
-        console.print(f"All {len(p.hints)} hints are out. The story (infprof-tutor show {p.id}) and your profile are next.")
+        console.print(f"All {len(p.hints)} hints are out (`infprof-tutor hint {p.id} --all` shows them again). The story "
+                      f"(infprof-tutor show {p.id}) and your profile are next.")
     else:
         console.print(f"[bold]Hint {hint[0] + 1}/{len(p.hints)}[/]: {hint[1]}")
     return 0
@@ -292,8 +301,10 @@ def cmd_reset(args) -> int:
     from tutor.catalog import get_puzzle
     from tutor.workspace import require_workspace
 
-    for path in require_workspace(args.workspace).reset(get_puzzle(args.puzzle)):
-        console.print(f"restored {path} (your old copy: {path.name}.bak)")
+    for path, kept in require_workspace(args.workspace).reset(get_puzzle(args.puzzle)):
+        console.print(f"restored {path.name} to the starter" + (", your copy kept at:" if kept else " (it was unchanged)"))
+        if kept:
+            console.print(str(kept), soft_wrap=True)  # whole on its own line, to paste
     return 0
 
 
@@ -333,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
                               ("watch", cmd_watch, "a quick check (correctness, speed) on every save; Ctrl-C stops"),
                               ("hint", cmd_hint, "reveal the next hint"),
                               ("review", cmd_review, "good solutions beside yours, once you have a tier"),
-                              ("reset", cmd_reset, "restore a puzzle's files (keeps .bak copies)"),
+                              ("reset", cmd_reset, "restore a puzzle's starter files (each reset keeps a backup of yours)"),
                               ("study", cmd_study, "no GPU? the baseline as profiled on its GPU, and --check "
                                                    "grades your diagnosis against it"),
                               ("profile", cmd_profile, "profile a workload and show its metrics")):
@@ -343,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "study":
             p.add_argument("--profiler", default="torch", choices=RECORDABLE)
             p.add_argument("--check", action="store_true", help="grade answer.toml against the recorded profiles")
+        if name == "hint":
+            p.add_argument("--all", action="store_true", help="show again the hints revealed so far")
         if name == "review":
             p.add_argument("--early", action="store_true", help="open it before solving (recorded as seen early)")
         if name == "profile":

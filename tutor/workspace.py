@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import platformdirs
@@ -47,17 +48,27 @@ class Workspace:
     def editable_path(self, puzzle: Puzzle, name: str) -> Path:
         return self.puzzle_dir(puzzle) / name
 
-    def reset(self, puzzle: Puzzle) -> list[Path]:
-        """Restore the puzzle's editable files from the package; the old ones are kept as .bak."""
+    @property
+    def backups_dir(self) -> Path:
+        return self.state_dir / "backups"
+
+    def reset(self, puzzle: Puzzle) -> list[tuple[Path, Path | None]]:
+        """Restore the puzzle's editable files from the package. Each file that differs from its starter is first
+        copied to a backup folder of this reset's own (.infprof/backups/PUZZLE/TIME/): no reset, however many,
+        overwrites what an earlier one kept. Returns each restored file with its backup (None: nothing to keep)."""
         target = self.puzzle_dir(puzzle)
         target.mkdir(parents=True, exist_ok=True)
+        backup = self.backups_dir / puzzle.id / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         written = []
         for name in puzzle.editable:
-            dest = target / name
-            if dest.exists():
-                shutil.copy2(dest, dest.with_name(dest.name + ".bak"))
-            shutil.copy2(puzzle.starter_file(name), dest)
-            written.append(dest)
+            dest, starter = target / name, puzzle.starter_file(name)
+            kept = None
+            if dest.exists() and dest.read_bytes() != starter.read_bytes():
+                kept = backup / name
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(dest, kept)
+            shutil.copy2(starter, dest)
+            written.append((dest, kept))
         return written
 
 
