@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 from tutor import actions
 from tutor.catalog import get_puzzle
@@ -26,4 +26,8 @@ def main(puzzle_id: str, which: str = "reference") -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("puzzle")
+    parser.add_argument("which", nargs="?", default="reference", help="reference, baseline or alternatives/NAME")
+    args = parser.parse_args()
+    main(args.puzzle, args.which)

@@ -146,4 +146,7 @@ def main(puzzle: str, call: str, paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 4 or sys.argv[1] in ("-h", "--help"):  # its usage, the docstring's first paragraph
+        print(__doc__.split("\n\n")[1])
+        sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     main(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -47,7 +47,7 @@ def test_list_and_show(in_workspace, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "puzzle0" in out and "new" in out
-    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
+    rows = {line.split()[0]: line for line in out.splitlines() if line.lstrip().startswith("puzzle")}
     if not this_machine().nvidia_driver:  # whether this machine can run each one, as the TUI says
         assert "ready" in rows["puzzle0"] and "no CUDA" in rows["puzzle1"]
     assert main(["show", "puzzle0"]) == 0
@@ -272,3 +272,27 @@ def _processes_running(argument: str) -> list[int]:
         except OSError:
             pass  # gone meanwhile
     return pids
+
+
+def test_at_80_columns_a_puzzle_is_a_line_and_a_path_or_command_is_printed_whole(in_workspace, monkeypatch):
+    """An 80 x 24 terminal: `list` gives each puzzle one line, `study` puts a metric's meaning under its name and a
+    kernel's name under the table, and the trace's path and the line that opens it are each whole on a line of
+    their own, to paste (nothing here is wider than 80 but those two)."""
+    from rich.console import Console
+
+    from tutor import cli
+    from tutor.catalog import all_puzzles
+
+    monkeypatch.setattr(cli, "console", Console(width=80, record=True, force_terminal=False))
+    assert main(["list"]) == 0
+    listing = cli.console.export_text()
+    assert all(len(line) <= 80 for line in listing.splitlines())
+    assert sum(line.lstrip().startswith("puzzle") for line in listing.splitlines()) == len(all_puzzles())
+    assert main(["study", "puzzle4"]) == 0
+    study = cli.console.export_text().splitlines()
+    trace = next(i for i, line in enumerate(study) if line == "Trace:")
+    path, command = study[trace + 1], study[trace + 3]
+    assert path.endswith("baseline_trace.json.gz") and " " not in path and command.endswith(path)
+    assert all(len(line) <= 80 for line in study if line not in (path, command))
+    assert any("metric (meaning)" in line for line in study) and not any("┃ meaning" in line for line in study)
+    assert any(line.strip().startswith("1. ") for line in study)  # the top kernel's name, under the table

@@ -36,3 +36,17 @@ def test_each_device_script_parses_and_names_only_files_that_exist(script):
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     files = set(re.findall(r"\b((?:benchmarks|challenges|tests)/[\w/.-]+\.py)\b", script.read_text()))
     assert all((root / f).is_file() for f in files), [f for f in files if not (root / f).is_file()]
+
+def test_asking_for_a_draft_by_name_says_it_is_one_and_how_to_see_it(tmp_path, monkeypatch):
+    from tutor import catalog
+    from tutor.errors import TutorError
+
+    shutil.copytree(get_puzzle("puzzle0").folder, tmp_path / "puzzle99")
+    meta = tmp_path / "puzzle99" / "puzzle.toml"
+    meta.write_text(meta.read_text().replace('id = "puzzle0"', 'id = "puzzle99"\ndraft = "being measured"'))
+    monkeypatch.setattr(catalog, "all_puzzles", lambda drafts=None: all_puzzles(tmp_path, drafts=drafts))
+    with pytest.raises(TutorError, match="puzzle99 is a draft, not yet shipped: being measured") as caught:
+        catalog.get_puzzle("puzzle99")
+    assert "INFPROF_DRAFTS=1" in caught.value.advice
+    with pytest.raises(TutorError, match="No puzzle named 'puzzle98'"):
+        catalog.get_puzzle("puzzle98")

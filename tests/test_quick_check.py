@@ -51,9 +51,11 @@ def check(passed=True, tier="gold", unmeasured="", fair_play=(), answer=None, de
 def test_what_a_quick_check_says():
     [correct, speed] = check().findings()
     assert correct == (True, "correct: Output matches baseline on 3 fresh inputs.")
-    assert speed == (True, "38.00x vs baseline (95% CI 36.30-41.50, 10 rounds): would reach gold")
+    assert speed == (True, "38.00x vs baseline (95% CI 36.30-41.50, 10 rounds): its lower bound 36.30x would reach "
+                           "gold (a tier counts by the lower bound)")
     _, speed = check(tier="bronze", unmeasured="silver").findings()[:2]
-    assert speed[1].endswith("would reach bronze; silver also compares against a workload only a grade times")
+    assert speed[1].endswith("would reach bronze (a tier counts by the lower bound); silver also compares against a "
+                             "workload only a grade times")
     _, speed = check(tier="").findings()
     assert speed == (False, "38.00x vs baseline (95% CI 36.30-41.50, 10 rounds): below every tier "
                             "(the lower bound counts)")

@@ -56,13 +56,27 @@ def _raw_events(name: str) -> list[dict]:
 
 def test_cpu_loop_counts_one_top_level_op_per_call_the_loop_makes(cpu_loop):
     v = cpu_loop.values
-    assert cpu_loop.device == "cpu" and cpu_loop.kernels == []
+    assert cpu_loop.device == "cpu"
     assert v["iterations"] == CPU.ITERATIONS
     # Nested calls (aten::std -> aten::mean -> aten::sum ...) are not counted again.
     assert v["cpu.ops_per_iter"] == CPU.ROWS * CPU.OPS_PER_ROW + CPU.OPS_PER_ITER_EXTRA
     assert v["cpu.allocs_per_iter"] >= CPU.ROWS  # every row's arithmetic allocates fresh tensors
     assert 0 < v["cpu.time_per_iter_us"] < 1e6
     assert not any(name.startswith(("gpu.", "kernels.", "memcpy.", "memory.")) for name in v)
+
+
+def test_a_cpu_run_lists_its_operators_by_self_time_as_the_cpu_view_does(cpu_loop):
+    """In place of kernels, each aten operator's own time (less the operators it called) per forward(), its calls
+    and its share, the dearest first: the per-row operators once a row, and the shares of every operator adding up
+    to the whole."""
+    ops = {k["name"]: k for k in cpu_loop.kernels}
+    assert list(ops) == [k["name"] for k in sorted(cpu_loop.kernels, key=lambda k: -k["total_us"])]
+    for name in ("aten::std", "aten::clamp", "aten::sub", "aten::mul"):  # one call a row (OPS_PER_ROW's list)
+        assert ops[name]["count"] == CPU.ROWS, name
+    assert abs(sum(k["share"] for k in cpu_loop.kernels) - 1) < 1e-9  # every operator fits the table (under 30)
+    assert all(k["total_us"] > 0 and abs(k["mean_us"] * k["count"] - k["total_us"]) < 1e-6 for k in ops.values())
+    # Nothing counted twice: the operators' own time adds up to less than a forward()'s.
+    assert sum(k["total_us"] for k in ops.values()) < cpu_loop.values["cpu.time_per_iter_us"]
 
 
 def test_every_metric_is_a_documented_float(cpu_loop, h2d_sync, graph_replay):

@@ -389,5 +389,9 @@ def catalog_problems(root: Path = CHALLENGES_DIR) -> tuple[TutorError, ...]:
 def get_puzzle(puzzle_id: str, drafts: bool | None = None) -> Puzzle:
     puzzles = all_puzzles(drafts=drafts)
     if puzzle_id not in puzzles:
+        draft = all_puzzles(drafts=True).get(puzzle_id)
+        if draft is not None:  # a puzzle being made: hidden, not missing
+            raise TutorError(f"{puzzle_id} is a draft, not yet shipped: {draft.draft}.",
+                             "Drafts are for their authors: set INFPROF_DRAFTS=1 to see and run them.")
         raise TutorError(f"No puzzle named '{puzzle_id}'.", f"Known puzzles: {', '.join(puzzles)}. Try `infprof-tutor list`.")
     return puzzles[puzzle_id]

@@ -59,7 +59,7 @@ def cmd_list(args) -> int:
     progress = Progress(ws.db_path)
     puzzles = list(all_puzzles().values())
     console.print(puzzle_table(puzzles, {p.id: progress.status(p.id) for p in puzzles},
-                               {p.id: readiness(p) for p in puzzles}))
+                               {p.id: readiness(p) for p in puzzles}, console.width))
     for problem in catalog_problems():
         err_console.print(f"[yellow]skipped a puzzle:[/] {problem.message}", highlight=False)
     return 0
@@ -87,8 +87,8 @@ def cmd_profile(args) -> int:
     if args.profiler not in p.profilers:
         raise TutorError(f"{p.id} is profiled with {', '.join(p.profilers)}, not {args.profiler}.")
     outcome = actions.profile(ws, p, args.which, _progress_printer(), profiler=args.profiler)
-    console.print(metrics_view(outcome.metrics))
-    console.print(how_to_open(args.profiler, outcome.trace_path), highlight=False)
+    console.print(metrics_view(outcome.metrics, width=console.width))
+    console.print(how_to_open(args.profiler, outcome.trace_path), highlight=False, soft_wrap=True)
     return 0
 
 
@@ -108,9 +108,9 @@ def cmd_study(args) -> int:
     outcome = study(ws, p, args.profiler)
     console.print(f"The baseline of {p.id} as profiled on {recorded_on(p)} (a recording, not your run).",
                   style="bold", highlight=False)
-    console.print(metrics_view(outcome.metrics))
+    console.print(metrics_view(outcome.metrics, width=console.width))
     if args.profiler == "torch":
-        console.print(how_to_open("torch", outcome.trace_path), highlight=False)
+        console.print(how_to_open("torch", outcome.trace_path), highlight=False, soft_wrap=True)
     else:
         console.print(f"Nsight Compute's raw page, as CSV: {outcome.trace_path}", highlight=False)
     console.print(f"Name the bottleneck in answer.toml with numbers from above, then: infprof-tutor study {p.id} --check",

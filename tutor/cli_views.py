@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.console import Group
 from rich.markdown import Markdown
 from rich.panel import Panel
@@ -29,21 +30,37 @@ if TYPE_CHECKING:
     from tutor.quick_check import QuickCheck  # loads the grading stack: only the commands that check do
 
 STATUS_STYLE = {"new": "dim", "attempted": "yellow", "diagnosed": "cyan", "solved": "green"}
+NARROW = 100  # columns: under this a table drops or moves what would squeeze its cells (80 x 24 terminals)
 
 
-def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus], here: dict[str, Readiness]) -> Table:
-    """Every puzzle with the learner's status, and whether this machine can run it (the TUI's column)."""
+def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus], here: dict[str, Readiness],
+                 width: int = 120) -> Table:
+    """Every puzzle with the learner's status, and whether this machine can run it (the TUI's column). Under NARROW
+    columns a puzzle keeps one line: its title cut short, CPU or GPU left to the `here` column."""
+    narrow = width < NARROW
     table = Table(title="infprof-tutor puzzles", title_justify="left",
                   caption="here: whether this machine can run it (why, and the fix: infprof-tutor doctor)",
-                  caption_justify="left")
-    for col in ("id", "lvl", "title", "needs", "here", "status", "tier", "best"):
-        table.add_column(col)
+                  caption_justify="left", box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
+    rows = []
     for p in puzzles:
         s, ready = statuses[p.id], here[p.id]
         best = f"{s.best_speedup:.2f}x" if s.best_speedup is not None else ""
-        table.add_row(p.id, str(p.level), p.title, "CPU" if p.hardware.device == "cpu" else "GPU",
-                      Text(ready.label, style="green" if ready.ok else "yellow"),
-                      Text(s.status, style=STATUS_STYLE[s.status]), s.tier, best)
+        needs = () if narrow else ("CPU" if p.hardware.device == "cpu" else "GPU",)
+        rows.append((p.id, str(p.level), p.title, *needs, Text(ready.label, style="green" if ready.ok else "yellow"),
+                     Text(s.status, style=STATUS_STYLE[s.status]), s.tier, best))
+    columns = ("id", "lvl", "title", *(() if narrow else ("needs",)), "here", "status", "tier", "best")
+    widest = [max([len(col), *(len(str(row[i])) for row in rows)]) for i, col in enumerate(columns)]
+    # Under NARROW every other column whole, the title given what is left (a column's padding and divider take 3).
+    left = width - sum(w for col, w in zip(columns, widest) if col != "title") - 3 * len(columns) - 2
+    for col, wide in zip(columns, widest):
+        if not narrow:
+            table.add_column(col)
+        elif col == "title":
+            table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=max(left, 10))
+        else:
+            table.add_column(col, no_wrap=True, width=wide)
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -57,35 +74,51 @@ def puzzle_page(p: Puzzle, editable_paths: list[str]) -> Group:
     )
 
 
-def metrics_view(m: ProfileMetrics, top: int = 12) -> Group:
+def metrics_view(m: ProfileMetrics, top: int = 12, width: int = 120) -> Group:
+    """The metrics, then the top kernels (or allocation sites). Under NARROW columns a metric's meaning goes under
+    its name, and a kernel's name under the table, numbered, so no cell is squeezed to a few characters."""
+    narrow = width < NARROW
     values = Table(title="Metrics (cite these names in answer.toml)", title_justify="left")
-    values.add_column("metric", no_wrap=True)  # whole: it is what a learner copies into answer.toml
+    # The name whole: it is what a learner copies into answer.toml (a name has no spaces: it is never broken).
+    values.add_column("metric" + (" (meaning)" if narrow else ""), no_wrap=not narrow)
     values.add_column("value", justify="right")
     values.add_column("in answer.toml", justify="right", style="dim")
-    values.add_column("meaning", style="dim")
+    if not narrow:
+        values.add_column("meaning", style="dim")
     # The TUI's order and units (key figures first), and the plain number a learner cites.
     for name, value, _ in compare_rows(m, None):
-        values.add_row(name, metric_value(name, value), f"{value:.6g}", describe(name))
+        cells = [name, metric_value(name, value), f"{value:.6g}"]
+        if narrow:
+            cells[0] = Text(name) + Text(f"\n{describe(name)}", style="dim") if describe(name) else Text(name)
+        values.add_row(*cells, *(() if narrow else (describe(name),)))
     parts = [values]
     if m.kernels:
-        what = "allocation sites" if "site" in m.kernels[0] else "kernels"
+        what = "allocation sites" if "site" in m.kernels[0] else "operators by self time" if m.device == "cpu" else "kernels"
         kernels = Table(title=f"Top {what} ({m.device})", title_justify="left")
         keys = kernel_columns(m.kernels)  # the TUI's columns: what this profiler's rows have
-        for key in keys:
+        label = "site" if what == "allocation sites" else "name"
+        shown = [key for key in keys if key != label] if narrow else keys
+        if narrow:
+            kernels.add_column("#", justify="right")
+        for key in shown:
             column = KERNEL_COLUMNS[key]
             kernels.add_column(column.title, justify="right" if column.numeric else "left",
                                max_width=60 if key in ("name", "site") else None, overflow="ellipsis",
                                no_wrap=key in ("name", "site"))
-        for k in m.kernels[:top]:
-            kernels.add_row(*(kernel_cell(k.get(key), KERNEL_COLUMNS[key]) for key in keys))
+        for i, k in enumerate(m.kernels[:top], start=1):
+            kernels.add_row(*((str(i),) if narrow else ()), *(kernel_cell(k.get(key), KERNEL_COLUMNS[key]) for key in shown))
         parts.append(kernels)
+        if narrow:  # each name whole, under the table
+            parts.append(Text("\n".join(f"{i:>3}. {kernel_cell(k.get(label), KERNEL_COLUMNS[label])}"
+                                        for i, k in enumerate(m.kernels[:top], start=1)), style="dim"))
     return Group(*parts)
 
 
 def how_to_open(profiler_id: str, path) -> str:
-    """Where a profile's file is, and the one line that opens it in its profiler's viewer."""
+    """Where a profile's file is, and the one line that opens it in its profiler's viewer: the path and the command
+    each whole on a line of its own, to copy and paste (print it with soft_wrap=True: no line is broken)."""
     opener = opener_for(profiler_id)
-    return (f"{opener.noun.capitalize()}: {path}\nOpen it in {opener.viewer} {opener.shell}: {opener.command(path)}\n"
+    return (f"{opener.noun.capitalize()}:\n{path}\nOpen it in {opener.viewer} {opener.shell}:\n{opener.command(path)}\n"
             f"(or {opener.gui})")
 
 

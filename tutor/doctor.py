@@ -95,7 +95,8 @@ def _torch(m: Machine) -> list[Finding]:
 def _gpus(m: Machine) -> list[Finding]:
     if not m.nvidia_driver:
         return [Finding("GPU", "note", "no NVIDIA driver (no nvidia-smi, no /proc/driver/nvidia): the CPU "
-                        "puzzles run here, and `infprof-tutor study PUZZLE` opens every GPU puzzle's H100 recordings")]
+                        "puzzles run here, and `infprof-tutor study PUZZLE` opens every GPU puzzle's baseline as "
+                        "profiled on an H100 or an H200")]
     if not m.gpus:
         return [Finding("GPU", "problem", f"an NVIDIA driver, {m.gpu_count} GPU(s), but nvidia-smi described none",
                         "Run `nvidia-smi`: its error says what is wrong with the driver.")]
@@ -209,6 +210,7 @@ def puzzle_state(check: PuzzleCheck) -> Finding:
     if not check.could_run:
         from tutor.study import recorded_card
 
-        return Finding(p.id, "note", f"needs {p.hardware.needs()}: not this machine",
+        # What stops it first (the GPU), then all it needs: never a need that is met read as one that is missing.
+        return Finding(p.id, "note", f"{check.ready.label} here; it needs {p.hardware.needs()}",
                        f"`infprof-tutor study {p.id}` opens its baseline as profiled on {recorded_card(p)}.")
     return Finding(p.id, "problem", check.ready.label, check.ready.why)

@@ -60,7 +60,9 @@ class QuickCheck:
         if not self.correct:
             lines.append((False, f"{speed}: it counts once the output is right"))
         elif self.tier or self.unmeasured_tier:
-            reach = [f"would reach {self.tier}"] if self.tier else []
+            # The interval's lower end decides, not the median: say so where a faster median could read as a higher tier.
+            reach = [f"its lower bound {est.low:.2f}x would reach {self.tier} (a tier counts by the lower bound)"
+                     ] if self.tier else []
             if self.unmeasured_tier:
                 reach.append(f"{self.unmeasured_tier} also compares against a workload only a grade times")
             lines.append((True, f"{speed}: {'; '.join(reach)}"))

@@ -35,7 +35,7 @@ BUG_ADVICE = "This looks like a bug in infprof-tutor; please report it with the 
 
 ADVICE = {
     "no_gpu": "Run this puzzle on a machine with an NVIDIA GPU (README: 'Using a GPU machine'), or study it "
-              "from its H100 recordings: infprof-tutor study PUZZLE.",
+              "from its recorded profile: infprof-tutor study PUZZLE.",
     "missing_package": "Install the GPU extras (README: 'Using a GPU machine'): pip install -e '.[gpu]' in the "
                        "source tree, or pip install 'infprof-tutor[gpu]'; `infprof-tutor doctor` lists what is missing.",
     "import_error": "Fix the error in the file named above, save, and run again.",

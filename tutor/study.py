@@ -82,7 +82,8 @@ def grade_diagnosis(ws: Workspace, puzzle: Puzzle) -> Verdict:
     if not values:
         raise TutorError(f"{puzzle.id} ships no recordings to study.", "Profile it yourself: it runs here.")
     try:
-        criterion = check_diagnosis(puzzle, read_answer(ws.editable_path(puzzle, "answer.toml")), values)
+        criterion = check_diagnosis(puzzle, read_answer(ws.editable_path(puzzle, "answer.toml")), values,
+                                    whose="the recorded")
     except TutorError as e:
         criterion = Criterion("diagnosis", False, e.message, [e.advice])
     criterion.details.append(f"Checked against the baseline recorded on {recorded_on(puzzle)}, not a profile of yours: "

@@ -12,8 +12,8 @@ from tutor.grading.verdict import Verdict
 
 TEMPLATE_HELP = (
     'answer.toml needs  bottleneck = "<id>"  and one [[evidence]] table per cited number:\n'
-    '  [[evidence]]\n  metric = "gpu.busy_fraction"\n  value = 0.67'
-)
+    '  [[evidence]]\n  metric = "<a metric name from your profile>"\n  value = <the value it showed>'
+)  # no real metric: one of a GPU's would mislead on a CPU puzzle, and the other way round
 # The same in one line, for a panel that has little room.
 FORMAT_HINT = ('bottleneck = "<id>", then one [[evidence]] table (metric = "<name>", value = <number>) '
                'per number you cite')

@@ -23,9 +23,10 @@ def value_matches(cited: float, measured: float) -> bool:
 
 
 def check_diagnosis(puzzle: Puzzle, answer: Answer, profile_values: dict[str, float | list[float]] | None,
-                    profile: str = "baseline") -> Criterion:
+                    profile: str = "baseline", whose: str = "your") -> Criterion:
     """`profile_values` maps a metric to its value, or to its values in each profiler's profile (any may match);
-    `profile` says whose profile it is (a capstone's later stage: one of the learner's own workload)."""
+    `profile` says which workload's profile it is (a capstone's later stage: one of the learner's own workload), and
+    `whose` whose it is in the verdict's words ("the recorded": study mode's recording, not the learner's)."""
     details: list[str] = []
     known = bottlenecks()
     named = answer.bottleneck
@@ -49,25 +50,25 @@ def check_diagnosis(puzzle: Puzzle, answer: Answer, profile_values: dict[str, fl
     relevant, backed = 0, 0
     for ev in answer.evidence:
         if ev.metric not in profile_values:
-            details.append(f"evidence {ev.metric}: not a metric of your {profile} profile.")
+            details.append(f"evidence {ev.metric}: not a metric of {whose} {profile} profile.")
             continue
         measured = profile_values[ev.metric]
         measured = measured if isinstance(measured, list) else [measured]
         if not any(value_matches(ev.value, m) for m in measured):
             shown = " or ".join(f"{m:.4g}" for m in measured)
-            details.append(f"evidence {ev.metric} = {ev.value:g}: your profile shows {shown}.")
+            details.append(f"evidence {ev.metric} = {ev.value:g}: {whose} profile shows {shown}.")
             continue
         backed += 1
         if any(fnmatch.fnmatchcase(ev.metric, pat) for pat in puzzle.diagnosis.relevant_metrics):
             relevant += 1
-            details.append(f"evidence {ev.metric} = {ev.value:g}: matches your profile.")
+            details.append(f"evidence {ev.metric} = {ev.value:g}: matches {whose} profile.")
         else:
             details.append(f"evidence {ev.metric} = {ev.value:g}: true, but it does not point at the bottleneck.")
     needed = puzzle.diagnosis.min_evidence
     evidence_ok = relevant >= needed and backed == len(answer.evidence)
     if relevant < needed:
-        details.append(f"Cite at least {needed} relevant number(s) from your profile ({relevant} so far).")
+        details.append(f"Cite at least {needed} relevant number(s) from {whose} profile ({relevant} so far).")
     passed = named_ok and evidence_ok
-    summary = "Right bottleneck, backed by your profile." if passed else (
-        "Wrong bottleneck." if not named_ok else "Your evidence does not hold up against your profile.")
+    summary = f"Right bottleneck, backed by {whose} profile." if passed else (
+        "Wrong bottleneck." if not named_ok else f"Your evidence does not hold up against {whose} profile.")
     return Criterion("diagnosis", passed, summary, details)

@@ -87,7 +87,7 @@ def extract(trace_path: Path, memory: dict | None = None) -> ProfileMetrics:
     values: dict[str, float] = {"iterations": float(iterations)}
     values.update(_cpu_metrics(events, starts, ends))
 
-    device, kernels = "cpu", []
+    device, kernels = "cpu", operator_table(events, starts, ends)
     if (events["cat"] == "kernel").any():  # a CPU-only run records no device activity at all
         device = "cuda"
         runtime = _runtime_calls(events, starts, ends)
@@ -190,6 +190,36 @@ def _cpu_metrics(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> 
         "cpu.ops_per_iter": float(_top_level(ops).sum()) / iterations,
         "cpu.allocs_per_iter": float((allocs["Bytes"] > 0).sum()) / iterations,
     }
+
+
+def operator_table(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray, top: int = 30) -> list[dict]:
+    """A CPU run's table in place of kernels: each aten operator's self time (its time less the operators it
+    called), per forward(), its calls and its share of the operators' self time, the dearest first: the PyTorch
+    profiler's CPU view, which a CPU puzzle's story sends the learner to."""
+    ops = _of_cat(events, "cpu_op")
+    ops = ops[ops["name"].isin([n for n in ops["name"].unique() if str(n).startswith("aten::")])]
+    ops = ops[iteration_of(ops["ts"], starts, ends) >= 0]
+    if ops.empty:
+        return []
+    ordered = ops.assign(neg_dur=-ops["dur"]).sort_values(["tid", "ts", "neg_dur"], kind="stable")
+    self_us = ordered["dur"].to_numpy(float).copy()
+    open_ops: list[tuple[float, int]] = []  # (end, row) of the operators enclosing the current one, on one thread
+    last_tid = None
+    for row, (tid, ts, dur) in enumerate(zip(ordered["tid"], ordered["ts"].to_numpy(float),
+                                             ordered["dur"].to_numpy(float))):
+        if tid != last_tid:
+            open_ops, last_tid = [], tid
+        while open_ops and open_ops[-1][0] <= ts + 1e-3:  # rounded to the nanosecond, as _top_level allows
+            open_ops.pop()
+        if open_ops:
+            self_us[open_ops[-1][1]] -= dur  # the direct caller's own time excludes this call
+        open_ops.append((ts + dur, row))
+    table = pd.DataFrame({"name": ordered["name"].to_numpy(), "self": self_us})
+    by_name = table.groupby("name", sort=False)["self"].agg(["sum", "count"]).sort_values("sum", ascending=False)
+    iterations, whole = len(starts), float(by_name["sum"].sum()) or 1.0
+    return [{"name": str(name), "share": float(row["sum"]) / whole, "total_us": float(row["sum"]) / iterations,
+             "count": float(row["count"]) / iterations, "mean_us": float(row["sum"]) / float(row["count"])}
+            for name, row in by_name.head(top).iterrows()]
 
 
 def _top_level(ops: pd.DataFrame) -> np.ndarray:

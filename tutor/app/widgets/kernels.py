@@ -156,7 +156,8 @@ class KernelsView(Vertical):
         timeline = self.query_one(MemoryTimeline)
         table.show(kernels)
         table.display = bool(kernels)
-        breakdown.display = bool(kernels) and not series
+        on_cpu = record is not None and record.metrics.device == "cpu"
+        breakdown.display = bool(kernels) and not series and not on_cpu
         timeline.display = bool(series)
         if series:  # the memory profiler: its timeline, then the sites that allocated the most
             timeline.show(series)
@@ -168,6 +169,10 @@ class KernelsView(Vertical):
         elif not kernels:
             head.update(f"The {which} profile ran on the {record.metrics.device.upper()}: it has no GPU kernels. "
                         "Its host-side numbers (time, aten ops, allocations per forward) are in Metrics.")
+        elif on_cpu:  # the PyTorch profiler's CPU view: operators by their own time
+            head.update(Content.assemble((f"{which} profile", "bold"), f" · CPU · {len(kernels)} aten operators",
+                                         (" · by self time (what each spent outside the operators it called); s sorts",
+                                          "$foreground-muted")))
         else:
             head.update(Content.assemble((f"{which} profile", "bold"),
                                          f" · {record.profiler} · {len(kernels)} kernels",

@@ -1,0 +1,42 @@
+"""Every benchmark a document cites runs as written: each answers --help (its imports and its arguments load), and
+those that run on a CPU run here at a small size. A GPU benchmark's real run is its device call's to show."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+DOCUMENTS = [ROOT / "README.md", ROOT / "challenges" / "README.md", *(ROOT / "docs").glob("*.md"),
+             *(ROOT / "challenges").glob("*/MEASUREMENTS.md")]
+CITED = sorted({name for doc in DOCUMENTS for name in re.findall(r"benchmarks/(\w+\.py)", doc.read_text())})
+NEEDS_TRITON = {"hold_effect.py"}  # it holds a GPU with a Triton kernel as it loads
+PLUGINS = {"suite_cpu.py"}  # a pytest plugin (-p suite_cpu), run as such by tests/test_suite_tools.py
+
+
+def test_the_documents_cite_benchmarks_that_exist():
+    assert CITED and all((ROOT / "benchmarks" / name).is_file() for name in CITED), CITED
+
+
+@pytest.mark.parametrize("name", [name for name in CITED if name not in PLUGINS])
+def test_each_cited_benchmark_answers_help(name):
+    if name in NEEDS_TRITON and importlib.util.find_spec("triton") is None:
+        pytest.skip(f"{name} loads Triton, a GPU machine's package")
+    done = subprocess.run([sys.executable, f"benchmarks/{name}", "--help"], cwd=ROOT, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert done.returncode == 0 and name in done.stdout, done.stderr[-2000:]  # its usage names it
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
+def test_the_trace_analysis_benchmark_runs_as_its_usage_line_says_at_a_small_size():
+    """README once cited it while its own usage line crashed (`args.fixture`): run it, tiled to 20k events."""
+    done = subprocess.run([sys.executable, "benchmarks/trace_analysis.py", "--events", "20000", "--runs", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "trace: 20,026 events (tiled from baseline_trace.json.gz" in done.stdout
+    assert "per-iteration metrics match" in done.stdout and "ours: median" in done.stdout
