@@ -464,14 +464,19 @@ async def test_failed_runs_read_as_panels(workspace, kind, title):
         assert text.startswith(title) and "It went wrong." in text and "the last line" in text
 
 
-async def test_a_gpu_puzzle_on_a_machine_without_one_is_refused_with_the_reason(workspace):
+async def test_a_gpu_puzzle_on_a_machine_without_one_offers_study_and_says_why_it_cannot_run(workspace):
+    """Without a GPU the footer greys grade, profile and watch and offers study; the panel says why."""
     needs_puzzle(workspace, "puzzle1")
     async with puzzle_open(workspace, "puzzle1") as (pilot, screen):
+        await wait_until(pilot, lambda: pilot.app.machine is not None, 10, "the machine to be read")
+        await pilot.pause()
+        assert screen.check_action("run", ("grade",)) is None and screen.check_action("toggle_watch", ()) is None
+        assert screen.check_action("study", ()) is True
         await pilot.press("g")
         await pilot.pause()
         assert screen.running is None
         text = panel_text(screen)
-        assert text.startswith("Cannot run here") and "NVIDIA GPU" in text
+        assert "Cannot run here" in text and "NVIDIA GPU" in text and "s studies the baseline" in text
         assert not any(workspace.runs_dir.iterdir())  # no subprocess was spent on it
 
 
@@ -516,6 +521,7 @@ async def test_watch_mode_runs_a_quick_check_on_every_save_and_records_nothing(w
 
 async def test_watch_mode_on_a_serving_puzzle_says_there_is_nothing_to_watch(workspace):
     async with puzzle_open(workspace, "puzzle18") as (pilot, screen):
+        screen._runs_here = lambda: True  # as on a GPU machine: this CPU one greys watch mode out
         await pilot.press("w")
         await pilot.pause()
         assert not screen.watching and screen.running is None

@@ -65,14 +65,41 @@ def cmd_list(args) -> int:
     return 0
 
 
+def cmd_progress(args) -> int:
+    """Solved n of N, at which tiers, the time on record, and the puzzle to take next."""
+    from tutor.catalog import all_puzzles
+    from tutor.machine import readiness
+    from tutor.progress import Progress
+    from tutor.progress_summary import summarize
+    from tutor.workspace import require_workspace
+
+    puzzles = list(all_puzzles().values())
+    summary = summarize(Progress(require_workspace(args.workspace).db_path), puzzles,
+                        {p.id: readiness(p).ok for p in puzzles})
+    for line in summary.lines():
+        console.print(line, highlight=False)
+    return 0
+
+
 def cmd_show(args) -> int:
-    from tutor.catalog import get_puzzle
+    from tutor.catalog import all_puzzles, get_puzzle
     from tutor.cli_views import puzzle_page
+    from tutor.machine import readiness
+    from tutor.progress import Progress
+    from tutor.progress_summary import next_puzzle
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
     p = get_puzzle(args.puzzle)
-    console.print(puzzle_page(p, [str(ws.editable_path(p, n)) for n in p.editable]))
+    progress, puzzles = Progress(ws.db_path), list(all_puzzles().values())
+    status = progress.status(p.id)
+    after = None
+    if status.tier == "gold":  # done here: what is next, not how to start
+        chosen, why = next_puzzle(puzzles, {q.id: progress.status(q.id) for q in puzzles},
+                                  {q.id: readiness(q).ok for q in puzzles}, after=p.id)
+        after = (f"Solved at gold. Next: {chosen.id}, {chosen.title} ({why}):\n  infprof-tutor show {chosen.id}"
+                 if chosen else "Solved at gold, and so is every puzzle.")
+    console.print(puzzle_page(p, [str(ws.editable_path(p, n)) for n in p.editable], after))
     return 0
 
 
@@ -327,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_init)
     sub.add_parser("list", help="puzzles and your progress").set_defaults(func=cmd_list)
     sub.add_parser("taxonomy", help="the bottleneck ids you can name").set_defaults(func=cmd_taxonomy)
+    sub.add_parser("progress", help="solved n of N, your tiers, time on record, what to take next"
+                   ).set_defaults(func=cmd_progress)
     sub.add_parser("doctor", help="what this machine has for each puzzle, and how to fix what is missing"
                    ).set_defaults(func=cmd_doctor)
     dev = sub.add_parser("dev", help="for puzzle authors").add_subparsers(dest="dev_command", required=True)

@@ -64,13 +64,15 @@ def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus], here:
     return table
 
 
-def puzzle_page(p: Puzzle, editable_paths: list[str]) -> Group:
+def puzzle_page(p: Puzzle, editable_paths: list[str], done: str | None = None) -> Group:
+    """The puzzle's story and grading; then its files and how to begin, or (`done`: solved at gold) what is next."""
     files = "\n".join(f"  {path}" for path in editable_paths)
+    then = done or f"Then: infprof-tutor profile {p.id} · infprof-tutor grade {p.id}"
     return Group(
         Text(f"{p.id} · level {p.level} · {p.title}", style="bold"),
         Markdown(story_markdown(p)),
         Markdown(grading_markdown(p)),  # the TUI's own words: tiers, their clocks, what a diagnosis needs
-        Text(f"Edit:\n{files}\nThen: infprof-tutor profile {p.id} · infprof-tutor grade {p.id}"),
+        Text(f"Edit:\n{files}\n{then}"),
     )
 
 

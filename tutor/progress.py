@@ -163,6 +163,13 @@ class Progress:
             self.db["diagnoses"].insert({"puzzle": puzzle, "created_at": time.time(), "passed": int(passed),
                                          "verdict_json": json.dumps(verdict)})
 
+    def activity_times(self) -> list[float]:
+        """When the learner did anything on record (attempts, profiles, hints, diagnoses), oldest first."""
+        rows = self.db.query("select created_at as t from attempts union all select created_at from profiles "
+                             "union all select revealed_at from hints union all select created_at from diagnoses "
+                             "order by t")
+        return [r["t"] for r in rows]
+
     def diagnosed(self, puzzle: str) -> bool:
         return self.db["diagnoses"].count_where("puzzle = ? and passed = 1", [puzzle]) > 0
 

@@ -56,12 +56,21 @@ class BrowserScreen(Screen):
     def load_statuses(self) -> None:
         from tutor.progress import Progress
 
+        from tutor.progress_summary import summarize
+
         progress = Progress(self.app.workspace.db_path)
         statuses = {p: progress.status(p) for p in self.app.puzzles}
-        show_on_screen(self, self._show_statuses, statuses)
+        machine, puzzles = self.app.machine, list(self.app.puzzles.values())
+        summary = summarize(progress, puzzles, {p.id: bool(machine) and readiness(p, machine).ok for p in puzzles})
+        show_on_screen(self, self._show_statuses, statuses, summary)
 
-    def _show_statuses(self, statuses: dict[str, PuzzleStatus]) -> None:
+    def _show_statuses(self, statuses: dict[str, PuzzleStatus], summary=None) -> None:
         self.statuses = statuses
+        if summary is not None:  # the whole curriculum in a line, under the list (`infprof-tutor progress`)
+            tiers = " · ".join(f"{n} {tier}" for tier, n in summary.tiers.items() if n)
+            upcoming = f" · next: {summary.next_puzzle.id}" if summary.next_puzzle else ""
+            self.query_one("#puzzles").border_subtitle = (f"solved {summary.solved}/{summary.total}"
+                                                          + (f" · {tiers}" if tiers else "") + upcoming)
         self.puzzle_list.show(statuses=statuses)
         self._update_card()
 

@@ -46,7 +46,7 @@ class PuzzleScreen(Screen):
         Binding("c", "cancel", "Cancel", tooltip="stop the run (the workload process is killed)"),
         Binding("w", "toggle_watch", "Watch", tooltip="watch mode: every save re-checks (not a grade)"),
         Binding("h", "hint", "Hint", tooltip="reveal the next hint (recorded)"),
-        Binding("s", "study", "Study", show=False,
+        Binding("s", "study", "Study",
                 tooltip="no GPU? the baseline as profiled on its GPU; s again checks your diagnosis against it"),
         Binding("v", "review", "Review", show=False,
                 tooltip="good solutions beside yours: once you have a tier, or after every hint"),
@@ -71,6 +71,7 @@ class PuzzleScreen(Screen):
         self._check_after_run = False  # a save while a grade or profile ran: check once it ends
         self._last_problem: TutorError | None = None
         self._last_kind = "grade"
+        self._next: str | None = None  # solved at gold: the puzzle to take next, in words
         self._watch_stop = None
         self.runs_started = self.runs_finished = 0  # a run can start and end between two looks at `running`
 
@@ -98,7 +99,7 @@ class PuzzleScreen(Screen):
         self.sub_title = f"level {self.puzzle.level}"
         self.query_one(RunPanel).idle(self._idle_text())
         self.query_one("#files").focus()
-        self.watch(self.app, "machine", lambda _: self.load_standing())
+        self.watch(self.app, "machine", lambda _: self._machine_known())
         self.watch(self.app, "harness", lambda _: self.load_standing(), init=False)
         self.load_standing(show_last=True)
         if self.start:
@@ -110,7 +111,21 @@ class PuzzleScreen(Screen):
 
     # -- what the learner has on record ------------------------------------------------------------
 
+    def _machine_known(self) -> None:
+        self.load_standing()
+        self.refresh_bindings()
+        if not self._runs_here() and self.running is None:
+            self.query_one(RunPanel).idle(self._idle_text())
+
     def _idle_text(self) -> Content:
+        if not self._runs_here():
+            why = readiness(self.puzzle, self.app.machine).why
+            study = (" [b]s[/b] studies the baseline as profiled on its GPU ·"
+                     if self.puzzle.hardware.device == "cuda" else "")
+            return Content.assemble(("Cannot run here. ", "bold"), why, "\n",
+                                    Content.from_markup(f"{study} [b]h[/b] a hint · [b]e[/b] edit a file"))
+        if self._next is not None:  # solved at gold: what is next, not how to start
+            return Content.from_markup(f"[b]Solved at gold.[/b] {self._next} · [b]escape[/b] back to the puzzles")
         return Content.from_markup(
             "[b]g[/b] grade your files · [b]p[/b] profile the baseline · [b]P[/b] profile yours · "
             "[b]w[/b] watch: re-check on every save · [b]e[/b] edit the highlighted file")
@@ -123,14 +138,24 @@ class PuzzleScreen(Screen):
         progress = Progress(self.ws.db_path)
         status, hints = progress.status(self.puzzle.id), progress.hints_revealed(self.puzzle.id)
         record = load_record(self.ws, self.puzzle) if show_last else None
+        if status.tier == "gold":
+            from tutor.progress_summary import next_puzzle
+
+            puzzles, machine = list(self.app.puzzles.values()), self.app.machine
+            chosen, why = next_puzzle(puzzles, {p.id: progress.status(p.id) for p in puzzles},
+                                      {p.id: bool(machine) and readiness(p, machine).ok for p in puzzles},
+                                      after=self.puzzle.id)
+            self._next = f"Next: {chosen.id}, {chosen.title} ({why})" if chosen else "Every puzzle is solved at gold."
         show_on_screen(self, self._show_standing, status, hints, record)
 
     def _show_standing(self, status, hints: int, record) -> None:
         ready = readiness(self.puzzle, self.app.machine) if self.app.machine else None
         watch = (Content.styled("● watching: every save re-checks", "$text-accent") if self.watching
                  else Content.styled("○ watch off (w)", "$foreground-muted"))
+        following = [Content.styled(self._next, "$text-success")] if self._next else []
         self.query_one("#standing", Static).update(Content("\n").join([
-            status_line(status, "\n"), Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
+            status_line(status, "\n"), *following,
+            Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
             readiness_line(ready), watch, harness_line(self.app.harness)]))
         self.query_one("#hints", Markdown).update(hints_markdown(self.puzzle, hints))
         if record is not None and self.running is None:
@@ -147,7 +172,17 @@ class PuzzleScreen(Screen):
 
     # -- runs ---------------------------------------------------------------------------------------
 
+    def _runs_here(self) -> bool:
+        """Whether this machine can run the puzzle (True until the machine is known: the run itself would say)."""
+        return self.app.machine is None or readiness(self.puzzle, self.app.machine).ok
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The footer offers what works here: grading, profiling and watching where the puzzle runs, study where it
+        # does not (a GPU puzzle without its GPU); the readiness line in "Where you stand" says why.
+        if action in ("run", "toggle_watch") and not self._runs_here():
+            return None  # shown greyed: it cannot run here
+        if action == "study":
+            return not self._runs_here() and self.puzzle.hardware.device == "cuda"
         if action == "run":
             return self.running is None
         if action == "cancel":

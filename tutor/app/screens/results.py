@@ -17,6 +17,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tutor.app.threads import show_on_screen
 from tutor.app.widgets.attempts_plot import AttemptsPlot
+from tutor.app.widgets.attempts_plot import how_to_attempt
 from tutor.app.widgets.kernels import KernelsView, KernelTable
 from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView, how_to_open
 from tutor.app.widgets.verdict import VerdictView, verdict_title
@@ -84,7 +85,7 @@ class ResultsScreen(Screen):
             self.set_reactive(ResultsScreen.profiler, (on_record or self.puzzle.profilers)[0])
         self._show_verdict()
         self._show_profile()
-        self.query_one(AttemptsPlot).show(self.puzzle, record.attempts)
+        self.query_one(AttemptsPlot).show(self.puzzle, record.attempts, self.app.machine)
         self.refresh_bindings()
 
     def _show_verdict(self) -> None:
@@ -92,7 +93,7 @@ class ResultsScreen(Screen):
         lines = []
         latest = record.latest
         if latest is None:
-            lines.append(Content("No attempts yet: g on the puzzle grades your files."))
+            lines.append(Content(f"No attempts yet: {how_to_attempt(self.puzzle, self.app.machine)}"))
         elif latest.failure:
             lines.append(Content.assemble(("Your last attempt did not finish: ", "bold $text-error"), latest.failure))
             if record.verdict:

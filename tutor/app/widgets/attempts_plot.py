@@ -10,6 +10,15 @@ from tutor.catalog import Puzzle
 from tutor.records import Attempt
 
 
+def how_to_attempt(puzzle: Puzzle, machine) -> str:
+    """What makes an attempt of this puzzle on this machine: a grade where it runs, study mode where it does not."""
+    from tutor.machine import readiness
+
+    if machine is not None and not readiness(puzzle, machine).ok and puzzle.hardware.device == "cuda":
+        return "this machine cannot run it; s on the puzzle studies the baseline as profiled on its GPU."
+    return "g on the puzzle grades your files."
+
+
 class AttemptsPlot(Vertical):
     """Two textual-plotext plots over attempt numbers; failed runs are counted, not plotted."""
 
@@ -26,7 +35,7 @@ class AttemptsPlot(Vertical):
         yield PlotextPlot(id="speedup-plot")
         yield PlotextPlot(id="time-plot")
 
-    def show(self, puzzle: Puzzle, attempts: list[Attempt]) -> None:
+    def show(self, puzzle: Puzzle, attempts: list[Attempt], machine=None) -> None:
         from textual_plotext import PlotextPlot
 
         head = self.query_one(".attempts-head", Static)
@@ -35,7 +44,7 @@ class AttemptsPlot(Vertical):
         for plot in self.query(PlotextPlot):
             plot.display = bool(timed)
         if not timed:
-            head.update("No graded attempts yet: g on the puzzle grades your files." +
+            head.update(f"No graded attempts yet: {how_to_attempt(puzzle, machine)}" +
                         (f" ({failed} attempt(s) did not finish.)" if failed else ""))
             return
         best = max(timed, key=lambda a: a.speedup)
