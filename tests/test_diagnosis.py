@@ -159,3 +159,23 @@ def test_only_numbers_from_this_learners_latest_baseline_profile_count(workspace
         criterion = cite(ops, us)
         assert not criterion.passed, (ops, us)
         assert any("your profile shows" in d for d in criterion.details), criterion.details
+
+
+@pytest.mark.parametrize("named, telling, tells", [
+    ("host_sync", "sync.calls_per_iter", "launch.api_us_per_iter"),
+    ("launch_overhead", "kernels.per_iter", "sync.calls_per_iter"),
+])
+def test_where_two_classes_are_accepted_the_evidence_must_tell_the_named_one_apart(tmp_path, named, telling, tells):
+    """puzzle4 accepts a host sync and launch overhead: both idle the GPU, so an idle GPU and a slow call (what its
+    story says) back neither; the number that shows the class named must be among the evidence."""
+    puzzle = get_puzzle("puzzle4")
+    profile = {"gpu.busy_fraction": 0.07, "cpu.time_per_iter_us": 39700.0, "sync.calls_per_iter": 45.75,
+               "kernels.per_iter": 930.5, "launch.api_us_per_iter": 9000.0}
+    story_only = (f'bottleneck = "{named}"\n[[evidence]]\nmetric = "gpu.busy_fraction"\nvalue = 0.07\n'
+                  '[[evidence]]\nmetric = "cpu.time_per_iter_us"\nvalue = 39700\n')
+    c = check_diagnosis(puzzle, answer(tmp_path, story_only), profile)
+    assert not c.passed and any("tells" in d and named in d for d in c.details), c.details
+    wrong_one = story_only + f'[[evidence]]\nmetric = "{tells}"\nvalue = {profile[tells]}\n'
+    assert not check_diagnosis(puzzle, answer(tmp_path, wrong_one), profile).passed
+    right = story_only + f'[[evidence]]\nmetric = "{telling}"\nvalue = {profile[telling]}\n'
+    assert check_diagnosis(puzzle, answer(tmp_path, right), profile).passed

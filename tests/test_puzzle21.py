@@ -1,4 +1,4 @@
-"""puzzle21, Two hundred and fifty-six shares of one sum, as far as the CPU can check it: its kernels compile for
+"""puzzle21, Six times the weights' time, as far as the CPU can check it: its kernels compile for
 sm_90 without spills; the reference is the baseline's kernel over fewer shares; the blocks' arithmetic, run as
 torch ops on the CPU, stays well inside the tolerance and a wrong sum does not; the partial sums the baseline
 stores are the bytes the story says, and the H100's Nsight Compute exports (its recording, and the reference's

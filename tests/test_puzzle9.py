@@ -1,4 +1,4 @@
-"""puzzle9, Tuned for occupancy, slower than its bytes, as far as the CPU can check it: ptxas finds the
+"""puzzle9, Slower than its bytes, as far as the CPU can check it: ptxas finds the
 baseline's spills and none in the fixes, with the register counts Nsight Compute saw on the H100; the
 library's matmul is the projection within the tolerance; its H100 recordings show the one kernel and its
 spilling instructions (its folder: tests/test_dev_check.py). The tiers were set on the H100 and checked

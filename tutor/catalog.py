@@ -112,6 +112,9 @@ class Diagnosis:
     supporting: tuple[str, ...] = ()
     relevant_metrics: tuple[str, ...] = ("*",)
     min_evidence: int = 1
+    # Where more than one class is accepted: for each, the metrics (patterns) that tell it from the others; the
+    # evidence must cite one of its own, so naming a class takes the number that shows it, not a guess.
+    telling: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # A later stage's condition on the profile that shows it (tutor.grading.stages): "metric > number" or "<".
@@ -273,9 +276,12 @@ def load_puzzle(folder: Path) -> Puzzle:
 
 
 def _diagnosis(table: dict) -> Diagnosis:
+    if set(table.get("telling", {})) - set(table["accepted"]):
+        raise ValueError(f"[diagnosis] telling names classes it does not accept: {sorted(table['telling'])}")
     return Diagnosis(accepted=tuple(table["accepted"]), supporting=tuple(table.get("supporting", ())),
                      relevant_metrics=tuple(table.get("relevant_metrics", ("*",))),
-                     min_evidence=int(table.get("min_evidence", 1)))
+                     min_evidence=int(table.get("min_evidence", 1)),
+                     telling={name: tuple(patterns) for name, patterns in table.get("telling", {}).items()})
 
 
 def _check_stages(p: Puzzle, meta_path: Path) -> None:

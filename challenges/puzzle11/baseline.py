@@ -1,6 +1,5 @@
 """The reranker's projection as first written: a textbook tiled matmul, 32 x 32 tiles staged in shared
-memory, one thread per output. Its author thought in rows: threadIdx.x walks the rows of the output tile,
-so the 32 threads of a warp share a column and each reads its own row of the x tile, k by k.
+memory, one thread per output.
 """
 
 import hashlib

@@ -1,6 +1,6 @@
 """RMSNorm as first written: a block of 256 threads a row. The block stages its row in shared memory while
-summing its squares, reduces the sum across its warps, then scales the staged row. The shared buffer is
-sized for the widest model the team serves (32768 features, 128 KB), whatever the row at hand needs.
+summing its squares, reduces the sum across its warps, then scales the staged row. One kernel for every model
+the team serves.
 """
 
 import hashlib

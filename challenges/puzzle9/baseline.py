@@ -1,6 +1,5 @@
 """A 256 -> 32 projection as a hand-written CUDA kernel: one thread per token, its 32 outputs accumulated
-in a per-thread array. Someone tuned it for occupancy: __launch_bounds__(256, 8) promises eight blocks
-of 256 threads on every SM, so the compiler may give each thread at most 65536 / 2048 = 32 registers.
+in a per-thread array, in blocks of 256 threads.
 """
 
 import hashlib

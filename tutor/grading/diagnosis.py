@@ -66,6 +66,14 @@ def check_diagnosis(puzzle: Puzzle, answer: Answer, profile_values: dict[str, fl
             details.append(f"evidence {ev.metric} = {ev.value:g}: true, but it does not point at the bottleneck.")
     needed = puzzle.diagnosis.min_evidence
     evidence_ok = relevant >= needed and backed == len(answer.evidence)
+    telling = puzzle.diagnosis.telling.get(named, ())
+    if named_ok and telling and not any(
+            ev.metric in profile_values and any(fnmatch.fnmatchcase(ev.metric, pat) for pat in telling)
+            for ev in answer.evidence):
+        others = [b for b in puzzle.diagnosis.accepted if b != named]
+        details.append(f"None of your numbers tells '{named}' from {', '.join(repr(o) for o in others)}: cite the "
+                       f"one that shows it ({', '.join(telling)}).")
+        evidence_ok = False
     if relevant < needed:
         details.append(f"Cite at least {needed} relevant number(s) from {whose} profile ({relevant} so far).")
     passed = named_ok and evidence_ok
