@@ -131,3 +131,28 @@ def test_every_bottleneck_class_is_taught_by_a_shipped_puzzle_but_those_owed():
     assert set(bottlenecks()) - taught == NOT_YET_TAUGHT
     drafted = {b for p in all_puzzles(drafts=True).values() for b in accepted_anywhere(p)}
     assert set(bottlenecks()) - drafted == NOT_YET_DRAFTED
+
+
+def _phrases(text: str, words: int) -> set[str]:
+    """Every run of `words` words, those with a figure in them left out (a scene's sizes are symptoms, not answers)."""
+    import re
+
+    w = re.findall(r"[a-z0-9_.]+", text.lower())
+    return {" ".join(w[i:i + words]) for i in range(len(w) - words + 1)
+            if not any(any(ch.isdigit() for ch in x) for x in w[i:i + words])}
+
+
+@pytest.mark.parametrize("puzzle", list(all_puzzles(drafts=True).values()), ids=lambda p: p.id)
+def test_a_story_shares_no_phrase_with_its_hints_review_or_answer(puzzle):
+    """A story shows symptoms; the hints, the review and the taxonomy's words for the accepted class tell the cause.
+    No six words in a row of the hints or the review, no four of the accepted class's meaning, nor its id, appear
+    in the story (a check that catches a copied sentence, not every pointer: issue 75)."""
+    from tutor.taxonomy import bottlenecks
+
+    review = puzzle.folder / "review.toml"
+    told = " ".join(puzzle.hints) + (" " + review.read_text() if review.is_file() else "")
+    meaning = " ".join(bottlenecks()[b] for b in puzzle.diagnosis.accepted)
+    story = puzzle.story
+    assert not _phrases(story, 6) & _phrases(told, 6)
+    assert not _phrases(story, 4) & _phrases(meaning, 4)
+    assert not [b for b in puzzle.diagnosis.accepted if b in story.lower() or b.replace("_", " ") in story.lower()]
