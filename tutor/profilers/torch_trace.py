@@ -85,9 +85,9 @@ def extract(trace_path: Path, memory: dict | None = None) -> ProfileMetrics:
     starts, ends = _iter_ranges(events, Path(trace_path))
     iterations = len(starts)
     values: dict[str, float] = {"iterations": float(iterations)}
-    values.update(_cpu_metrics(events, starts, ends))
+    ops = _aten_ops(events, starts, ends)
+    values.update(_cpu_metrics(events, ops, starts, ends))
 
-    device, kernels = "cpu", operator_table(events, starts, ends)
     if (events["cat"] == "kernel").any():  # a CPU-only run records no device activity at all
         device = "cuda"
         runtime = _runtime_calls(events, starts, ends)
@@ -95,6 +95,8 @@ def extract(trace_path: Path, memory: dict | None = None) -> ProfileMetrics:
         overhead = _of_cat(events, "overhead")
         values.update(gpu_metrics(gpu, runtime, overhead, starts, ends))
         kernels = kernel_table(gpu)
+    else:  # the operators take the kernels' place: a GPU trace's (up to 1M events) never pays for their table
+        device, kernels = "cpu", operator_table(ops, iterations)
     for key, metric in MEMORY_METRICS.items():
         if memory and memory.get(key) is not None:
             values[metric] = float(memory[key])
@@ -175,11 +177,15 @@ def _iter_ranges(events: pd.DataFrame, path: Path) -> tuple[np.ndarray, np.ndarr
     return starts, starts + ranges["dur"].to_numpy(float)
 
 
-def _cpu_metrics(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> dict[str, float]:
-    iterations = len(starts)
+def _aten_ops(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> pd.DataFrame:
+    """The aten operators that ran inside the measured window."""
     ops = _of_cat(events, "cpu_op")
     ops = ops[ops["name"].isin([n for n in ops["name"].unique() if str(n).startswith("aten::")])]
-    ops = ops[iteration_of(ops["ts"], starts, ends) >= 0]
+    return ops[iteration_of(ops["ts"], starts, ends) >= 0]
+
+
+def _cpu_metrics(events: pd.DataFrame, ops: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> dict[str, float]:
+    iterations = len(starts)
     allocs = _of_cat(events, "cpu_instant_event")
     allocs = allocs[allocs["name"] == "[memory]"]
     allocs = allocs[iteration_of(allocs["ts"], starts, ends) >= 0]
@@ -192,13 +198,10 @@ def _cpu_metrics(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> 
     }
 
 
-def operator_table(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray, top: int = 30) -> list[dict]:
-    """A CPU run's table in place of kernels: each aten operator's self time (its time less the operators it
-    called), per forward(), its calls and its share of the operators' self time, the dearest first: the PyTorch
-    profiler's CPU view, which a CPU puzzle's story sends the learner to."""
-    ops = _of_cat(events, "cpu_op")
-    ops = ops[ops["name"].isin([n for n in ops["name"].unique() if str(n).startswith("aten::")])]
-    ops = ops[iteration_of(ops["ts"], starts, ends) >= 0]
+def operator_table(ops: pd.DataFrame, iterations: int, top: int = 30) -> list[dict]:
+    """A CPU run's table in place of kernels: each aten operator (`ops`, _aten_ops') by its self time (its time less
+    the operators it called) per forward(), its calls and its share of the operators' self time, the dearest first:
+    the PyTorch profiler's CPU view, which a CPU puzzle's story sends the learner to."""
     if ops.empty:
         return []
     ordered = ops.assign(neg_dur=-ops["dur"]).sort_values(["tid", "ts", "neg_dur"], kind="stable")
@@ -216,7 +219,7 @@ def operator_table(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray, t
         open_ops.append((ts + dur, row))
     table = pd.DataFrame({"name": ordered["name"].to_numpy(), "self": self_us})
     by_name = table.groupby("name", sort=False)["self"].agg(["sum", "count"]).sort_values("sum", ascending=False)
-    iterations, whole = len(starts), float(by_name["sum"].sum()) or 1.0
+    whole = float(by_name["sum"].sum()) or 1.0
     return [{"name": str(name), "share": float(row["sum"]) / whole, "total_us": float(row["sum"]) / iterations,
              "count": float(row["count"]) / iterations, "mean_us": float(row["sum"]) / float(row["count"])}
             for name, row in by_name.head(top).iterrows()]
