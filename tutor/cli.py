@@ -86,19 +86,16 @@ def cmd_show(args) -> int:
     from tutor.cli_views import puzzle_page
     from tutor.machine import readiness
     from tutor.progress import Progress
-    from tutor.progress_summary import next_puzzle
+    from tutor.progress_summary import after_gold
     from tutor.workspace import require_workspace
 
     ws = require_workspace(args.workspace)
     p = get_puzzle(args.puzzle)
     progress, puzzles = Progress(ws.db_path), list(all_puzzles().values())
-    status = progress.status(p.id)
     after = None
-    if status.tier == "gold":  # done here: what is next, not how to start
-        chosen, why = next_puzzle(puzzles, {q.id: progress.status(q.id) for q in puzzles},
-                                  {q.id: readiness(q).ok for q in puzzles}, after=p.id)
-        after = (f"Solved at gold. Next: {chosen.id}, {chosen.title} ({why}):\n  infprof-tutor show {chosen.id}"
-                 if chosen else "Solved at gold, and so is every puzzle.")
+    if progress.status(p.id).tier == "gold":  # done here: what is next, not how to start
+        chosen, words = after_gold(progress, puzzles, {q.id: readiness(q).ok for q in puzzles}, p.id)
+        after = f"Solved at gold. {words}" + (f":\n  infprof-tutor show {chosen.id}" if chosen else "")
     console.print(puzzle_page(p, [str(ws.editable_path(p, n)) for n in p.editable], after))
     return 0
 

@@ -60,8 +60,17 @@ def next_puzzle(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus], runs_h
     return (short[0], f"solved at {statuses[short[0].id].tier or 'no tier'}; gold is still open") if short else (None, "")
 
 
-def summarize(progress: Progress, puzzles: list[Puzzle], runs_here: dict[str, bool]) -> Summary:
-    statuses = {p.id: progress.status(p.id) for p in puzzles}
+def after_gold(progress: Progress, puzzles: list[Puzzle], runs_here: dict[str, bool], puzzle: str
+               ) -> tuple[Puzzle | None, str]:
+    """Once `puzzle` is solved at gold: the next puzzle after it, and what to say of it (show and the app)."""
+    chosen, why = next_puzzle(puzzles, {p.id: progress.status(p.id) for p in puzzles}, runs_here, after=puzzle)
+    return chosen, f"Next: {chosen.id}, {chosen.title} ({why})" if chosen else "Every puzzle is solved at gold."
+
+
+def summarize(progress: Progress, puzzles: list[Puzzle], runs_here: dict[str, bool],
+              statuses: dict[str, PuzzleStatus] | None = None) -> Summary:
+    """`statuses`, where the caller has read them already (the app's puzzle list), are not read again."""
+    statuses = statuses or {p.id: progress.status(p.id) for p in puzzles}
     solved = [s for s in statuses.values() if s.status == "solved"]
     tiers = {tier: sum(s.tier == tier for s in solved) for tier in reversed(TIER_ORDER[1:])}
     chosen, why = next_puzzle(puzzles, statuses, runs_here)

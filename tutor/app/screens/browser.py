@@ -55,13 +55,13 @@ class BrowserScreen(Screen):
     @work(thread=True, exclusive=True, group="statuses")
     def load_statuses(self) -> None:
         from tutor.progress import Progress
-
         from tutor.progress_summary import summarize
 
         progress = Progress(self.app.workspace.db_path)
         statuses = {p: progress.status(p) for p in self.app.puzzles}
         machine, puzzles = self.app.machine, list(self.app.puzzles.values())
-        summary = summarize(progress, puzzles, {p.id: bool(machine) and readiness(p, machine).ok for p in puzzles})
+        summary = summarize(progress, puzzles, {p.id: bool(machine) and readiness(p, machine).ok for p in puzzles},
+                            statuses)
         show_on_screen(self, self._show_statuses, statuses, summary)
 
     def _show_statuses(self, statuses: dict[str, PuzzleStatus], summary=None) -> None:

@@ -139,13 +139,11 @@ class PuzzleScreen(Screen):
         status, hints = progress.status(self.puzzle.id), progress.hints_revealed(self.puzzle.id)
         record = load_record(self.ws, self.puzzle) if show_last else None
         if status.tier == "gold":
-            from tutor.progress_summary import next_puzzle
+            from tutor.progress_summary import after_gold
 
             puzzles, machine = list(self.app.puzzles.values()), self.app.machine
-            chosen, why = next_puzzle(puzzles, {p.id: progress.status(p.id) for p in puzzles},
-                                      {p.id: bool(machine) and readiness(p, machine).ok for p in puzzles},
-                                      after=self.puzzle.id)
-            self._next = f"Next: {chosen.id}, {chosen.title} ({why})" if chosen else "Every puzzle is solved at gold."
+            self._next = after_gold(progress, puzzles, {p.id: bool(machine) and readiness(p, machine).ok
+                                                        for p in puzzles}, self.puzzle.id)[1]
         show_on_screen(self, self._show_standing, status, hints, record)
 
     def _show_standing(self, status, hints: int, record) -> None:
