@@ -15,7 +15,7 @@ from rich.text import Text
 from tutor.brief import grading_markdown, story_markdown
 from tutor.catalog import Puzzle
 from tutor.errors import TutorError
-from tutor.formatting import KERNEL_COLUMNS, kernel_cell, kernel_columns, metric_value
+from tutor.formatting import KERNEL_COLUMNS, kernel_cell, kernel_columns, label_column, metric_value
 from tutor.grading.answer import AnswerError
 from tutor.grading.verdict import Verdict
 from tutor.metrics import ProfileMetrics, describe
@@ -89,16 +89,18 @@ def metrics_view(m: ProfileMetrics, top: int = 12, width: int = 120) -> Group:
         values.add_column("meaning", style="dim")
     # The TUI's order and units (key figures first), and the plain number a learner cites.
     for name, value, _ in compare_rows(m, None):
-        cells = [name, metric_value(name, value), f"{value:.6g}"]
+        meaning = describe(name)
         if narrow:
-            cells[0] = Text(name) + Text(f"\n{describe(name)}", style="dim") if describe(name) else Text(name)
-        values.add_row(*cells, *(() if narrow else (describe(name),)))
+            values.add_row(Text(name) + Text(f"\n{meaning}", style="dim") if meaning else Text(name),
+                           metric_value(name, value), f"{value:.6g}")
+        else:
+            values.add_row(name, metric_value(name, value), f"{value:.6g}", meaning)
     parts = [values]
     if m.kernels:
-        what = "allocation sites" if "site" in m.kernels[0] else "operators by self time" if m.device == "cpu" else "kernels"
+        label = label_column(m.kernels)
+        what = "allocation sites" if label == "site" else "operators by self time" if m.device == "cpu" else "kernels"
         kernels = Table(title=f"Top {what} ({m.device})", title_justify="left")
         keys = kernel_columns(m.kernels)  # the TUI's columns: what this profiler's rows have
-        label = "site" if what == "allocation sites" else "name"
         shown = [key for key in keys if key != label] if narrow else keys
         if narrow:
             kernels.add_column("#", justify="right")

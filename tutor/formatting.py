@@ -94,9 +94,14 @@ KERNEL_COLUMNS = {
 }
 
 
+def label_column(kernels: list[dict]) -> str:
+    """What names a row: a kernel's (or operator's) name, or an allocation's site."""
+    return "site" if any("site" in k for k in kernels) else "name"
+
+
 def kernel_columns(kernels: list[dict]) -> list[str]:
     """The columns these rows have (a kernel's name, or an allocation's site), in KERNEL_COLUMNS' order."""
-    label = "site" if any("site" in k for k in kernels) else "name"
+    label = label_column(kernels)
     return [key for key in KERNEL_COLUMNS if key == label or (key not in ("name", "site") and any(key in k for k in kernels))]
 
 

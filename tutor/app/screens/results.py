@@ -16,8 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tutor.app.threads import show_on_screen
-from tutor.app.widgets.attempts_plot import AttemptsPlot
-from tutor.app.widgets.attempts_plot import how_to_attempt
+from tutor.app.widgets.attempts_plot import AttemptsPlot, how_to_attempt
 from tutor.app.widgets.kernels import KernelsView, KernelTable
 from tutor.app.widgets.metrics import CompareView, ProfileView, TraceView, how_to_open
 from tutor.app.widgets.verdict import VerdictView, verdict_title
