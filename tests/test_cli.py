@@ -290,7 +290,7 @@ def test_at_80_columns_a_puzzle_is_a_line_and_a_path_or_command_is_printed_whole
     assert sum(line.lstrip().startswith("puzzle") for line in listing.splitlines()) == len(all_puzzles())
     assert main(["study", "puzzle4"]) == 0
     study = cli.console.export_text().splitlines()
-    trace = next(i for i, line in enumerate(study) if line == "Trace:")
+    trace = next(i for i, line in enumerate(study) if line.startswith("Trace ("))
     path, command = study[trace + 1], study[trace + 3]
     assert path.endswith("baseline_trace.json.gz") and " " not in path and command.endswith(path)
     assert all(len(line) <= 80 for line in study if line not in (path, command))

@@ -69,7 +69,8 @@ def test_the_cli_opens_the_recording_then_grades_the_diagnosis(workspace, monkey
     monkeypatch.chdir(workspace.root)
     assert main(["study", "puzzle3", "--profiler", "ncu"]) == 0
     out = capsys.readouterr().out
-    assert "as profiled on an H100" in out and "Nsight Compute's raw page" in out and "study puzzle3 --check" in out
+    assert "as profiled on an H100" in out and "Nsight Compute's raw page of the recorded report" in out
+    assert "column -s, -t <" in out and "study puzzle3 --check" in out
     assert main(["study", "puzzle3", "--check"]) == 1  # the starter answer names nothing yet
     assert "Not diagnosed yet" in capsys.readouterr().out
     assert main(["list"]) == 0

@@ -133,10 +133,7 @@ def cmd_study(args) -> int:
     console.print(f"The baseline of {p.id} as profiled on {recorded_on(p)} (a recording, not your run).",
                   style="bold", highlight=False)
     console.print(metrics_view(outcome.metrics, width=console.width))
-    if args.profiler == "torch":
-        console.print(how_to_open("torch", outcome.trace_path), highlight=False, soft_wrap=True)
-    else:
-        console.print(f"Nsight Compute's raw page, as CSV: {outcome.trace_path}", highlight=False)
+    console.print(how_to_open(args.profiler, outcome.trace_path, recorded=True), highlight=False, soft_wrap=True)
     console.print(f"Name the bottleneck in answer.toml with numbers from above, then: infprof-tutor study {p.id} --check",
                   highlight=False)
     return 0

@@ -118,11 +118,12 @@ def metrics_view(m: ProfileMetrics, top: int = 12, width: int = 120) -> Group:
     return Group(*parts)
 
 
-def how_to_open(profiler_id: str, path) -> str:
-    """Where a profile's file is, and the one line that opens it in its profiler's viewer: the path and the command
-    each whole on a line of its own, to copy and paste (print it with soft_wrap=True: no line is broken)."""
-    opener = opener_for(profiler_id)
-    return (f"{opener.noun.capitalize()}:\n{path}\nOpen it in {opener.viewer} {opener.shell}:\n{opener.command(path)}\n"
+def how_to_open(profiler_id: str, path, recorded: bool = False) -> str:
+    """Where a profile's file is (or a recording's, study mode's copy), and the one line that opens it: the path and
+    the command each whole on a line of its own, to copy and paste (print it with soft_wrap=True: no line is
+    broken)."""
+    opener = opener_for(profiler_id, recorded)
+    return (f"{opener.noun.capitalize()} ({opener.file_kind}):\n{path}\nOpen it in {opener.viewer} {opener.shell}:\n{opener.command(path)}\n"
             f"(or {opener.gui})")
 
 

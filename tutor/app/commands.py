@@ -73,6 +73,6 @@ def results_commands(screen: ResultsScreen) -> Iterable[SystemCommand]:
         yield SystemCommand(f"Show the {profiler} profiles", f"Metrics, Kernels, Compare and Trace by "
                             f"{profiler_name(profiler)} (f)", lambda p=profiler: setattr(screen, "profiler", p))
     if screen.shown_profile:
-        opener = opener_for(screen.shown_profile.profiler)
+        opener = opener_for(screen.shown_profile.profiler, screen.shown_profile.recorded)
         yield SystemCommand(f"Copy the {opener.viewer} command", f"the line that opens the {opener.noun} (y)",
                             screen.action_copy_command)

@@ -38,6 +38,7 @@ class Recording:
     kept: str  # the file of the profile's run folder it is a copy of
     read: Callable[[Path], ProfileMetrics] = _metrics_json
     opened: str = ""  # what study mode hands the learner to open, in recordings/ ("": the recording itself)
+    opener: Opener | None = None  # how that file opens, where not in the profiler's own viewer
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,15 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
         headline=("ncu.duration_us", "ncu.sm_throughput_pct", "ncu.memory_throughput_pct",
                   "ncu.achieved_occupancy_pct", "ncu.registers_per_thread"),
         subject="top kernel (most GPU time)", metric_prefix="ncu.",
-        recording=Recording("baseline_ncu.csv", "ncu.csv", ncu.extract), explains_kernels=True),
+        recording=Recording(
+            "baseline_ncu.csv", "ncu.csv", ncu.extract,
+            # Study mode ships ncu's raw page as CSV, not its report: nothing for ncu-ui to open.
+            opener=Opener("page", "Nsight Compute's raw page of the recorded report, CSV", "the terminal",
+                          "column -s, -t < {path} | less -S", "as columns",
+                          "the Kernels tab reads it; any spreadsheet opens the CSV",
+                          "on a remote machine, copy the CSV here first (scp HOST:<path> .)",
+                          ("one row per profiled kernel, one column per metric the report collected",))),
+        explains_kernels=True),
     Profiler(
         "nsys", "Nsight Systems",
         "a timeline of kernels, copies, CUDA API calls and NVTX ranges; a report for nsys-ui",
@@ -136,7 +145,16 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
         headline=("allocator.allocated_mb_per_iter", "allocator.allocs_per_iter", "allocator.warmup.peak_allocated_mb",
                   "allocator.iterations.peak_allocated_mb", "allocator.graph_pool_mb"),
         subject="the allocator, over prepare, warm-up and the profiled calls", metric_prefix="allocator.",
-        recording=Recording("baseline_memory_metrics.json", "metrics.json")),
+        recording=Recording(
+            "baseline_memory_metrics.json", "metrics.json",
+            # The snapshot itself is the learner's own profile's: study mode ships the figures read from it.
+            opener=Opener("figures", "the allocator's figures read from the recorded snapshot, JSON", "the terminal",
+                          "python3 -m json.tool {path} | less", "page by page",
+                          "the metrics above are all of it; the snapshot for PyTorch's memory viewer comes from "
+                          "a memory profile on your own GPU",
+                          "on a remote machine: cat it over ssh (ssh HOST cat <path>)",
+                          ("every figure of the table, each with its meaning: the same names answer.toml cites",
+                           "the phases (prepare, warm-up, the profiled calls) each have their own peaks")))),
     Profiler(
         "ptxas", "ptxas (nvcc -Xptxas -v)",
         "each kernel's registers, spill bytes and stack frame, from the compiler alone: no GPU needed",
@@ -183,6 +201,10 @@ def profiler_name(profiler_id: str) -> str:
     return PROFILERS[profiler_id].name if profiler_id in PROFILERS else profiler_id
 
 
-def opener_for(profiler_id: str) -> Opener:
-    """The profiler's opener; an unknown profiler's file is treated as a Chrome trace (torch's)."""
-    return PROFILERS.get(profiler_id, PROFILERS["torch"]).opener
+def opener_for(profiler_id: str, recorded: bool = False) -> Opener:
+    """The profiler's opener (its recording's, for a file study mode handed out, where that differs); an unknown
+    profiler's file is treated as a Chrome trace (torch's)."""
+    profiler = PROFILERS.get(profiler_id, PROFILERS["torch"])
+    if recorded and profiler.recording and profiler.recording.opener:
+        return profiler.recording.opener
+    return profiler.opener

@@ -167,6 +167,6 @@ class ResultsScreen(Screen):
     def action_copy_command(self) -> None:
         profile = self.shown_profile
         if profile is not None:
-            opener = opener_for(profile.profiler)
+            opener = opener_for(profile.profiler, profile.recorded)
             self.app.copy_to_clipboard(how_to_open(profile)[2])
             self.notify(f"Copied the command that opens the {opener.noun} in {opener.viewer}.", timeout=3)

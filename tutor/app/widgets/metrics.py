@@ -20,11 +20,7 @@ MUTED = "$foreground-muted"
 
 def how_to_open(record: ProfileRecord) -> tuple[str, str, str]:
     """Where to open a profile's file: (in a GUI, from a shell, the command)."""
-    opener = opener_for(record.profiler)
-    if record.recorded and record.trace_path.suffix == ".csv":
-        # Study mode ships ncu's raw page as CSV, not its report: nothing for ncu-ui to open.
-        return ("the Kernels tab reads it; any spreadsheet opens the CSV (ncu's raw page of the recorded report)",
-                "as a table", f"column -s, -t < {record.trace_path} | less -S")
+    opener = opener_for(record.profiler, record.recorded)
     return opener.gui, opener.shell, opener.command(record.trace_path)
 
 
@@ -32,7 +28,7 @@ def profile_title(record: ProfileRecord, which: str) -> Content:
     """`baseline profile · torch profiler · cuda`: whose profile, by which profiler, of which device."""
     return Content.assemble((f"{which} profile", "bold"),
                             (f" · {record.profiler} profiler · {record.metrics.device}", MUTED),
-                            (" · recorded on the H100 (study mode), not your run", "$text-accent") if record.recorded
+                            (" · a recording (study mode), not your run", "$text-accent") if record.recorded
                             else "")
 
 
@@ -88,7 +84,7 @@ class TraceView(VerticalScroll):
         if record is None:
             title.update(no_profile(which, profiler))
             return
-        opener = opener_for(record.profiler)
+        opener = opener_for(record.profiler, record.recorded)
         title.update(Content.assemble((f"The {which} {opener.noun}", "bold"), (f" · {opener.file_kind}", MUTED)))
         missing = "  (deleted since)" if not record.trace_path.exists() else ""
         self.query_one("#trace-path", Static).update(
@@ -125,7 +121,7 @@ class ProfileView(Vertical):
         if record is None:
             head.update(no_profile(which, profiler))
             return
-        noun = opener_for(record.profiler).noun
+        noun = opener_for(record.profiler, record.recorded).noun
         head.update(Content("\n").join([
             profile_title(record, which),
             headline(record),
