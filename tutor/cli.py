@@ -55,11 +55,17 @@ def cmd_list(args) -> int:
     from tutor.progress import Progress
     from tutor.workspace import require_workspace
 
+    from tutor.calibration import here
+    from tutor.cli_views import calibration_lines
+    from tutor.machine import this_machine
+
     ws = require_workspace(args.workspace)
-    progress = Progress(ws.db_path)
+    progress, machine = Progress(ws.db_path), this_machine()
     puzzles = list(all_puzzles().values())
     console.print(puzzle_table(puzzles, {p.id: progress.status(p.id) for p in puzzles},
-                               {p.id: readiness(p) for p in puzzles}, console.width))
+                               {p.id: readiness(p, machine) for p in puzzles}, console.width))
+    for line in calibration_lines(here(progress, puzzles, machine)):
+        console.print(line, highlight=False)
     for problem in catalog_problems():
         err_console.print(f"[yellow]skipped a puzzle:[/] {problem.message}", highlight=False)
     return 0
@@ -81,6 +87,32 @@ def cmd_progress(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    """The puzzles' own references graded on this card, each once and kept: what their tiers mean here."""
+    from tutor.calibration import as_reference, calibrate, card_for, expectation, kept
+    from tutor.catalog import all_puzzles, get_puzzle
+    from tutor.machine import readiness, this_machine
+    from tutor.progress import Progress
+    from tutor.workspace import require_workspace
+
+    progress, machine = Progress(require_workspace(args.workspace).db_path), this_machine()
+    named = [get_puzzle(pid) for pid in args.puzzles]
+    puzzles = named or list(all_puzzles().values())
+    runnable = [p for p in puzzles if readiness(p, machine).ok]
+    for p in puzzles:
+        if p not in runnable and named:  # asked for by name: say why it cannot be, as grade would
+            console.print(f"{p.id}: not on this machine ({readiness(p, machine).why})", highlight=False)
+    todo = [p for p in runnable if args.again or kept(progress, p, card_for(p, machine)) is None]
+    if len(todo) < len(runnable):
+        console.print(f"{len(runnable) - len(todo)} of {len(runnable)} already calibrated on this card "
+                      "(--again grades them again).", highlight=False)
+    for i, p in enumerate(todo, start=1):
+        card = card_for(p, machine)
+        console.print(f"[{i}/{len(todo)}] {p.id}: its reference graded on {card}", style="bold", highlight=False)
+        console.print(expectation(p, calibrate(progress, p, card, as_reference(_progress_printer())), card), highlight=False)
+    return 0
+
+
 def cmd_show(args) -> int:
     from tutor.catalog import all_puzzles, get_puzzle
     from tutor.cli_views import puzzle_page
@@ -97,7 +129,18 @@ def cmd_show(args) -> int:
         chosen, words = after_gold(progress, puzzles, {q.id: readiness(q).ok for q in puzzles}, p.id)
         after = f"Solved at gold. {words}" + (f":\n  infprof-tutor show {chosen.id}" if chosen else "")
     console.print(puzzle_page(p, [str(ws.editable_path(p, n)) for n in p.editable], after))
+    _print_tiers_here(progress, p)
     return 0
+
+
+def _print_tiers_here(progress, puzzle) -> None:
+    """Whether the puzzle's tiers were verified on this card (tutor.calibration), where it runs here."""
+    from tutor.calibration import line_here
+    from tutor.machine import this_machine
+
+    line = line_here(progress, puzzle, this_machine())
+    if line:
+        console.print(line, style="dim", highlight=False)
 
 
 def cmd_profile(args) -> int:
@@ -157,6 +200,9 @@ def cmd_grade(args) -> int:
     console.print(verdict_view(verdict, brief=("diagnosis",) if unreadable else ()))
     if unreadable:
         console.print(answer_view(unreadable))
+    from tutor.progress import Progress
+
+    _print_tiers_here(Progress(ws.db_path), p)
     for line in stages.account():  # a long grade: where its time went, and what the next one skips
         err_console.print(line, highlight=False)
     return 0 if verdict.passed else 1
@@ -357,6 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("puzzle", nargs="?", help="one puzzle (default: every puzzle)")
     p.add_argument("--static", action="store_true", help="only what the folder says: run no workload")
     p.set_defaults(func=cmd_dev_check)
+    p = sub.add_parser("calibrate", help="grade the puzzles' own references on this card, once: what their tiers "
+                       "mean here (your workloads never run)")
+    p.add_argument("puzzles", nargs="*", help="these puzzles (default: every one this machine runs)")
+    p.add_argument("--again", action="store_true", help="grade those already calibrated on this card again")
+    p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("warm", help="keep a harness with torch imported, so runs start at once")
     p.add_argument("--stop", action="store_true", help="stop the warm harness")
     p.add_argument("--status", action="store_true", help="say whether one is running, and start none")

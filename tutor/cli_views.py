@@ -24,6 +24,7 @@ from tutor.progress import PuzzleStatus
 from tutor.records import compare_rows
 
 if TYPE_CHECKING:
+    from tutor.calibration import Calibration
     from tutor.doctor import Report
     from tutor.machine import Readiness
     from tutor.review import Review
@@ -62,6 +63,23 @@ def puzzle_table(puzzles: list[Puzzle], statuses: dict[str, PuzzleStatus], here:
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def calibration_lines(calibrations: dict[str, Calibration | None]) -> list[str]:
+    """Under the puzzle list: which puzzles' tiers were verified on this card, which fall short here, which are not
+    yet checked (tutor.calibration.here: each puzzle this machine runs)."""
+    verified = [pid for pid, c in calibrations.items() if c is not None and c.verified]
+    unchecked = [pid for pid, c in calibrations.items() if c is None]
+    short = [pid for pid, c in calibrations.items() if c is not None and not c.verified]
+    lines = []
+    if verified:
+        lines.append(f"Tiers verified on this card: {', '.join(verified)}.")
+    if short:
+        lines.append(f"Short of their top tier on this card (infprof-tutor show says by how much): {', '.join(short)}.")
+    if unchecked:
+        lines.append(f"Tiers not yet checked on this card: {len(unchecked)} of the puzzles it runs "
+                     "(infprof-tutor calibrate grades their own references here, once).")
+    return lines
 
 
 def puzzle_page(p: Puzzle, editable_paths: list[str], done: str | None = None) -> Group:

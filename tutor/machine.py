@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import importlib.metadata
 import importlib.util
+import platform
 import re
 import shutil
 import subprocess
@@ -59,6 +60,7 @@ class Machine:
     # The CUDA version torch was built for; None for a CPU build; UNKNOWN_BUILD where version.py does not say.
     torch_cuda: str | None = None
     gpus: tuple[Gpu, ...] = ()
+    cpu: str = "a CPU"  # the processor's name (a CPU puzzle's card, to tutor.calibration)
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,18 @@ def this_machine() -> Machine:
         count = max(count, len(gpus))
     caps = tuple(g.compute_capability for g in gpus if g.compute_capability is not None)
     installed, cuda = _torch_build()
-    return Machine(driver, count, caps, installed, cuda, gpus)
+    return Machine(driver, count, caps, installed, cuda, gpus, _processor())
+
+
+def _processor() -> str:
+    """The processor's model name, as /proc/cpuinfo or the platform gives it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "a CPU"
 
 
 def _query_gpus() -> tuple[Gpu, ...]:

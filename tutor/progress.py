@@ -63,7 +63,14 @@ def _v3(db: sqlite_utils.Database) -> None:
                            pk="id")
 
 
-MIGRATIONS = [_v1, _v2, _v3]  # append only: index i brings the schema to version i + 1
+def _v4(db: sqlite_utils.Database) -> None:
+    # The puzzle's own reference graded on a card (tutor.calibration): one row per puzzle and card, the newest.
+    db["calibrations"].create({"puzzle": str, "card": str, "puzzle_hash": str, "created_at": float, "passed": int,
+                               "tier": str, "top_tier": str, "top_bar": float, "speedup": float,
+                               "speedup_low": float, "why_not": str}, pk=("puzzle", "card"))
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4]  # append only: index i brings the schema to version i + 1
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,15 @@ class Progress:
         with self.db.conn:
             self.db["diagnoses"].insert({"puzzle": puzzle, "created_at": time.time(), "passed": int(passed),
                                          "verdict_json": json.dumps(verdict)})
+
+    def record_calibration(self, row: dict) -> None:
+        """A calibration (tutor.calibration.Calibration's fields): it replaces the puzzle's last one on that card."""
+        with self.db.conn:
+            self.db["calibrations"].upsert(row, pk=("puzzle", "card"))
+
+    def calibration(self, puzzle: str, card: str) -> dict | None:
+        rows = list(self.db["calibrations"].rows_where("puzzle = ? and card = ?", [puzzle, card]))
+        return rows[0] if rows else None
 
     def activity_times(self) -> list[float]:
         """When the learner did anything on record (attempts, profiles, hints, diagnoses), oldest first."""

@@ -24,6 +24,7 @@ from textual.widgets import Footer, Header, Markdown, Static
 from tutor.app.messages import EditFile, FilesSaved, HarnessEvent, RunFinished
 from tutor.app.runs import RunKind, execute, preflight, run_kind
 from tutor.app.threads import show_on_screen
+from tutor import calibration
 from tutor.brief import grading_markdown, hints_markdown, story_markdown
 from tutor.app.widgets.files import EditableFiles
 from tutor.app.widgets.puzzle_card import harness_line, readiness_line, status_line
@@ -138,15 +139,18 @@ class PuzzleScreen(Screen):
         progress = Progress(self.ws.db_path)
         status, hints = progress.status(self.puzzle.id), progress.hints_revealed(self.puzzle.id)
         record = load_record(self.ws, self.puzzle) if show_last else None
+        machine = self.app.machine
+        # What the tiers mean on this card: the puzzle's calibration here (tutor.calibration), where it runs here.
+        tiers_here = calibration.line_here(progress, self.puzzle, machine, short=True) if machine else ""
         if status.tier == "gold":
             from tutor.progress_summary import after_gold
 
             puzzles, machine = list(self.app.puzzles.values()), self.app.machine
             self._next = after_gold(progress, puzzles, {p.id: bool(machine) and readiness(p, machine).ok
                                                         for p in puzzles}, self.puzzle.id)[1]
-        show_on_screen(self, self._show_standing, status, hints, record)
+        show_on_screen(self, self._show_standing, status, hints, record, tiers_here)
 
-    def _show_standing(self, status, hints: int, record) -> None:
+    def _show_standing(self, status, hints: int, record, tiers_here: str = "") -> None:
         ready = readiness(self.puzzle, self.app.machine) if self.app.machine else None
         watch = (Content.styled("● watching: every save re-checks", "$text-accent") if self.watching
                  else Content.styled("○ watch off (w)", "$foreground-muted"))
@@ -154,7 +158,8 @@ class PuzzleScreen(Screen):
         self.query_one("#standing", Static).update(Content("\n").join([
             status_line(status, "\n"), *following,
             Content.styled(f"hints {hints}/{len(self.puzzle.hints)}", "$foreground-muted"),
-            readiness_line(ready), watch, harness_line(self.app.harness)]))
+            readiness_line(ready), *([Content.styled(tiers_here, "$foreground-muted")] if tiers_here else []),
+            watch, harness_line(self.app.harness)]))
         self.query_one("#hints", Markdown).update(hints_markdown(self.puzzle, hints))
         if record is not None and self.running is None:
             self._show_last(record)
