@@ -17,7 +17,7 @@ transpose(const float* __restrict__ keys, float* __restrict__ out, int tokens, i
     long long i = (long long)blockIdx.x * THREADS + threadIdx.x;  // out is [dim, tokens]: i = d * tokens + t
     if (i >= (long long)tokens * dim) return;
     int d = i / tokens, t = i % tokens;
-    out[i] = keys[(long long)t * dim + d];  // neighbouring threads, neighbouring t: reads dim floats apart
+    out[i] = keys[(long long)t * dim + d];
 }
 """
 

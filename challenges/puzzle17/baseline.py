@@ -22,7 +22,7 @@ scores(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
     int chunk = id % chunks; id /= chunks;
     int kvh = id % kv_heads; id /= kv_heads;
     int b = id % batch; id /= batch;
-    int member = id;  // slowest: a group's 8 heads are a whole pass of the keys apart
+    int member = id;
     int h = kvh * GROUP + member, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     long long head = (long long)b * kv_heads * GROUP + h;
     const __nv_bfloat162* qh = reinterpret_cast<const __nv_bfloat162*>(q + head * DIM) + lane * 2;

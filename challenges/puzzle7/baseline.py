@@ -15,9 +15,7 @@ def embed(w: dict, x: torch.Tensor) -> torch.Tensor:
 
 
 def forward(w: dict, x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty(x.shape[0], x.shape[1], w["w2"].shape[1])  # ordinary (pageable) host memory
+    out = torch.empty(x.shape[0], x.shape[1], w["w2"].shape[1])  # the caller's, on the host
     for i, batch in enumerate(x):
-        # A copy into pageable memory: the driver stages it through a small pinned buffer of its own, piece by
-        # piece, and the host waits for all of it before it launches the next batch's matmuls.
         out[i] = embed(w, batch)
     return out

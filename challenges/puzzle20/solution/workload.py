@@ -10,9 +10,9 @@ from torch.utils.cpp_extension import load_inline
 
 # The kernel alone (no torch headers), so `nvcc -Xptxas -v` can report on it anywhere, a GPU-less machine too.
 KERNEL = r"""
-constexpr int THREADS = 256, MAX_DIM = 32768;  // the widest row of any model served: 128 KB of fp32
+constexpr int THREADS = 256, MAX_DIM = 32768;  // the widest row of any model served
 
-__global__ void __launch_bounds__(THREADS, 8)  // at most 32 registers: 8 blocks of 256 threads fit an SM
+__global__ void __launch_bounds__(THREADS, 8)
 rmsnorm(const float* __restrict__ x, const float* __restrict__ gain, float* __restrict__ out, int dim, float eps) {
     extern __shared__ float row[];  // this block's row, staged once
     __shared__ float partial[THREADS / 32];
