@@ -21,7 +21,7 @@ from tutor.study import recorded_profilers
 
 pytestmark = pytest.mark.bf16_products_exact  # its scene's bf16 products, sooner (tests/conftest.py)
 
-PUZZLE = get_puzzle("puzzle23")
+PUZZLE = get_puzzle("puzzle23", drafts=True)
 # The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
 SMALL = {"HIDDEN": 256, "FFN": 512, "HEAD": 8, "KV": 64, "SHORTEST": 16, "LONGEST": 200, "CHUNK": 32}
 STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.py", "alternatives/rounded_blocks.py",
@@ -31,8 +31,8 @@ STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.p
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_the_puzzle_ships_with_its_recordings():
-    assert not PUZZLE.draft and "puzzle23" in all_puzzles()
+def test_the_puzzle_is_a_draft_until_its_budget_refuses_the_cheat_again_though_its_recordings_are_in():
+    assert PUZZLE.draft and "puzzle23" not in all_puzzles()
     assert set(recorded_profilers(PUZZLE)) == {"torch", "memory"}
 
 
