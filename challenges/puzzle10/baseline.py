@@ -1,5 +1,6 @@
-"""The router's load counter as first written: one thread per route, one atomicAdd on one of 64 global
-counters each. Simple, correct, and every one of 16M atomics lands on one of 64 addresses in L2."""
+"""The router's load counter as first written: one thread per route, each adding its route to one of 64 global
+counters.
+"""
 
 import hashlib
 

@@ -1,6 +1,5 @@
 """The transpose as first written: one thread per output value, the threads of a warp along a row of the
-output (so its stores are coalesced). Each of them reads its value from a different row of the input,
-DIM floats apart: 32 values a warp from 32 rows, each in a sector of its own.
+output.
 """
 
 import hashlib

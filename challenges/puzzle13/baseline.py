@@ -1,5 +1,6 @@
 """The tensor-parallel block as first written: each rank computes its partial output, then adds it to the
-other rank's one request at a time, 256 all-reduces of 8 KB, as the code that served one request did."""
+other rank's, as the code that served one request did.
+"""
 
 import torch
 import torch.distributed as dist

@@ -1,6 +1,5 @@
-"""The calibration as first written: one thread a candidate, in arrival order. Each thread loops over its
-own tenant's terms, so the 32 lanes of a warp loop 16, 32 or 512 times: the warp runs until its
-longest lane is done, and the lanes that finished early wait, switched off, for every one of those turns.
+"""The calibration as first written: one thread a candidate, in arrival order, each looping over its own
+tenant's terms.
 """
 
 import hashlib

@@ -1,6 +1,5 @@
 """The fused projection as first written: one block a 32 x 32 tile of the output, each block walking all
-8192 features of its tile, staged through shared memory 512 at a time (two slabs of 66 KB, so one block
-fills an SM's shared memory). 136 tiles, 132 SMs: 132 blocks run, then 4 run alone while 128 SMs wait.
+8192 features of its tile, staged through shared memory 512 at a time (two slabs of 66 KB).
 """
 
 import hashlib
@@ -11,7 +10,7 @@ from torch.utils.cpp_extension import load_inline
 # The kernel alone (no torch headers), so `nvcc -Xptxas -v` can report on it anywhere, a GPU-less machine too.
 KERNEL = r"""
 constexpr int T = 32, SLAB = 512;  // a 32 x 32 tile of out a block; the features staged SLAB at a time
-constexpr int SHARED_BYTES = (T * (SLAB + 1) + SLAB * (T + 1)) * 4;  // 133 KB: one block an SM
+constexpr int SHARED_BYTES = (T * (SLAB + 1) + SLAB * (T + 1)) * 4;  // 133 KB
 
 __global__ void __launch_bounds__(T * T, 1)
 project(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,

@@ -1,6 +1,6 @@
-"""The pipeline as first written, for a cluster whose stages shared no GPU link: each handoff leaves the
-GPU for host memory (a pageable copy), crosses to the other process over a gloo group (the host's TCP
-stack), and is copied up to the other GPU. Twice a call: the activations forward, the output back.
+"""The pipeline as first written, for a cluster whose stages shared no GPU link: each handoff goes to host
+memory, crosses to the other process over a gloo group, and is copied up to the other GPU. Twice a call: the
+activations forward, the output back.
 """
 
 import torch

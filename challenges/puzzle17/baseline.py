@@ -1,7 +1,5 @@
 """The scores as first written: a block for each query head and chunk of 256 keys, a warp a key (its lanes
-along the key's 128 values, coalesced), the blocks numbered head-group member first. So the grid walks
-all 134 MB of keys for the first member of every group, then again for the second, and so on: by the
-time a key is wanted again, 131 MB of other keys have passed through a 50 MB L2.
+along the key's 128 values).
 """
 
 import hashlib

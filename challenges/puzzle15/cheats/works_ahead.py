@@ -15,7 +15,7 @@ table: dict[tuple, torch.Tensor] = {}
 
 KERNEL = r"""
 constexpr int T = 32, SLAB = 512;  // a 32 x 32 tile of out a block; the features staged SLAB at a time
-constexpr int SHARED_BYTES = (T * (SLAB + 1) + SLAB * (T + 1)) * 4;  // 133 KB: one block an SM
+constexpr int SHARED_BYTES = (T * (SLAB + 1) + SLAB * (T + 1)) * 4;  // 133 KB
 
 __global__ void __launch_bounds__(T * T, 1)
 project(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
