@@ -80,11 +80,10 @@ def kept(progress: Progress, puzzle: Puzzle, card: str) -> Calibration | None:
 def calibrate(progress: Progress, puzzle: Puzzle, card: str, on_event=None) -> Calibration:
     """Grade the puzzle's reference in a scratch workspace of its own and keep what it reached on `card`."""
     from tutor import actions
-    from tutor.reference import ready_to_grade
-    from tutor.workspace import scratch_workspace
-
     from tutor.errors import EnvironmentProblem
+    from tutor.reference import ready_to_grade
     from tutor.runner import RunFailed
+    from tutor.workspace import scratch_workspace
 
     top = puzzle.tiers[-1]
     scratch = scratch_workspace("infprof-calibrate-")
@@ -98,10 +97,11 @@ def calibrate(progress: Progress, puzzle: Puzzle, card: str, on_event=None) -> C
         why_not = e.message
     finally:
         shutil.rmtree(scratch.root.parent, ignore_errors=True)
+    estimate = {}
     if verdict is not None:
         failed = next((c for c in verdict.criteria if not c.passed), None)
         why_not = f"{failed.name}: {failed.summary}" if failed else ""
-    estimate = (verdict.gpu_speedups if top.clock == "gpu" else verdict.speedups).get(top.vs) or {} if verdict else {}
+        estimate = (verdict.gpu_speedups if top.clock == "gpu" else verdict.speedups).get(top.vs) or {}
     calibration = Calibration(puzzle.id, card, puzzle_hash(puzzle), time.time(), bool(verdict and verdict.passed),
                               verdict.tier if verdict else "", top.name, top.min_speedup, estimate.get("median"),
                               estimate.get("low"), why_not)

@@ -49,15 +49,12 @@ def cmd_init(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from tutor.calibration import here
     from tutor.catalog import all_puzzles, catalog_problems
-    from tutor.cli_views import puzzle_table
-    from tutor.machine import readiness
+    from tutor.cli_views import calibration_lines, puzzle_table
+    from tutor.machine import readiness, this_machine
     from tutor.progress import Progress
     from tutor.workspace import require_workspace
-
-    from tutor.calibration import here
-    from tutor.cli_views import calibration_lines
-    from tutor.machine import this_machine
 
     ws = require_workspace(args.workspace)
     progress, machine = Progress(ws.db_path), this_machine()

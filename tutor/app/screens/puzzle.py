@@ -145,7 +145,7 @@ class PuzzleScreen(Screen):
         if status.tier == "gold":
             from tutor.progress_summary import after_gold
 
-            puzzles, machine = list(self.app.puzzles.values()), self.app.machine
+            puzzles = list(self.app.puzzles.values())
             self._next = after_gold(progress, puzzles, {p.id: bool(machine) and readiness(p, machine).ok
                                                         for p in puzzles}, self.puzzle.id)[1]
         show_on_screen(self, self._show_standing, status, hints, record, tiers_here)
