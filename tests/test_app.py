@@ -420,6 +420,30 @@ async def test_m_shows_what_this_machine_has_as_doctor_says_it(workspace):
         assert isinstance(pilot.app.screen, BrowserScreen)
 
 
+async def test_the_apps_dialog_shows_the_kept_reports_and_a_commands_problem(workspace):
+    from textual.widgets import Input, Static
+
+    from tutor.app.screens.diagnose import DiagnoseScreen
+
+    report = {"findings": [{"bottleneck": "launch_overhead", "share": 0.8, "at_stake": "4 ms a call (80%)",
+                            "evidence": [{"metric": "kernels.per_iter", "value": 900.0, "why": "many"}],
+                            "where": "the GPU row", "refines": "", "memory": False}], "unclear": []}
+    Progress(workspace.db_path).record_workload_diagnosis("python serve.py", report, workspace.root)
+    async with make_app(workspace).run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, BrowserScreen), 10, "the browser")
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, DiagnoseScreen), 10, "the dialog")
+
+        def shown() -> str:
+            return str(pilot.app.screen.query_one("#reports", Static).render())
+
+        await wait_until(pilot, lambda: "launch_overhead" in shown(), 10, "the kept report")
+        assert "python serve.py" in shown() and "kernels.per_iter = 900" in shown()
+        pilot.app.screen.query_one("#command", Input).value = "make serve"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "diagnose runs Python commands" in shown(), 10, "the problem")
+
+
 async def test_cancel_kills_the_workload_process(workspace):
     # A workload that never returns: the cancel, not the grade's own end, must be what stops the run (a grade of
     # the small puzzle0 forked warm could end before the key press reached the screen).

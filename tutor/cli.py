@@ -372,6 +372,35 @@ def cmd_reset(args) -> int:
     return 0
 
 
+def cmd_diagnose(args) -> int:
+    from tutor.diagnose.capture import diagnose_command, diagnose_workload
+    from tutor.diagnose.text import report_text
+    from tutor.progress import Progress
+    from tutor.workspace import require_workspace
+
+    ws = require_workspace(args.workspace)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.history:
+        for row in Progress(ws.db_path).workload_diagnoses(args.history):
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["created_at"]))
+            console.print(f"[bold]{when}  {row['target']}[/]", highlight=False)
+            console.print(report_text(row["report"]), highlight=False, soft_wrap=True)
+            console.print()
+        return 0
+    if args.puzzle and command:
+        raise TutorError("Give a puzzle or a command, not both.", "infprof-tutor diagnose --puzzle puzzle5, or "
+                         "infprof-tutor diagnose -- python serve.py")
+    if args.puzzle:
+        found = diagnose_workload(ws, args.puzzle, args.which, _progress_printer())
+    else:
+        found = diagnose_command(ws, command, kernels=args.kernels, marked=args.marked, timeout_s=args.timeout,
+                                 on_event=_progress_printer())
+    console.print(report_text(found.diagnosis.to_dict()), highlight=False, soft_wrap=True)
+    console.print(f"\nThe trace: {found.trace}\nKept in your history: infprof-tutor diagnose --history 1",
+                  highlight=False)
+    return 0
+
+
 def cmd_taxonomy(args) -> int:
     from tutor.taxonomy import bottlenecks
 
@@ -405,6 +434,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("puzzles", nargs="*", help="these puzzles (default: every one this machine runs)")
     p.add_argument("--again", action="store_true", help="grade those already calibrated on this card again")
     p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("diagnose", help="your own workload after the puzzles: the bottleneck classes its profile "
+                       "supports, ranked by the time at stake",
+                       description="infprof-tutor diagnose [--kernels] -- python serve.py ARGS  (or --puzzle P)")
+    p.add_argument("--kernels", action="store_true", help="also profile its first kernels under Nsight Compute")
+    p.add_argument("--marked", action="store_true", help="profile only the steps your code wraps in "
+                   "torch.profiler.record_function(\"infprof:iter\") (default: the whole command)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="stop the command after this many seconds")
+    p.add_argument("--puzzle", help="a workload in the puzzle contract instead: this puzzle's (see --which)")
+    p.add_argument("--which", default="mine", choices=["mine", "baseline"])
+    p.add_argument("--history", type=int, nargs="?", const=5, default=0, help="show your last N reports")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command, as you run it")
+    p.set_defaults(func=cmd_diagnose)
     p = sub.add_parser("warm", help="keep a harness with torch imported, so runs start at once")
     p.add_argument("--stop", action="store_true", help="stop the warm harness")
     p.add_argument("--status", action="store_true", help="say whether one is running, and start none")

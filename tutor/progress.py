@@ -70,7 +70,13 @@ def _v4(db: sqlite_utils.Database) -> None:
                                "speedup_low": float, "why_not": str}, pk=("puzzle", "card"))
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4]  # append only: index i brings the schema to version i + 1
+def _v5(db: sqlite_utils.Database) -> None:
+    # `infprof-tutor diagnose` on the learner's own workloads: what was run, and the ranked report.
+    db["workload_diagnoses"].create({"id": int, "created_at": float, "target": str, "ranked_json": str,
+                                     "report_json": str, "run_dir": str}, pk="id")
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4, _v5]  # append only: index i brings the schema to version i + 1
 
 
 @dataclass(frozen=True)
@@ -178,6 +184,18 @@ class Progress:
     def calibration(self, puzzle: str, card: str) -> dict | None:
         rows = list(self.db["calibrations"].rows_where("puzzle = ? and card = ?", [puzzle, card]))
         return rows[0] if rows else None
+
+    def record_workload_diagnosis(self, target: str, report: dict, run_dir: Path) -> None:
+        with self.db.conn:
+            self.db["workload_diagnoses"].insert({
+                "created_at": time.time(), "target": target, "run_dir": str(run_dir),
+                "ranked_json": json.dumps([f["bottleneck"] for f in report["findings"]]),
+                "report_json": json.dumps(report)})
+
+    def workload_diagnoses(self, limit: int = 20) -> list[dict]:
+        """The learner's `diagnose` runs, newest first: each with its target and report."""
+        rows = self.db.query("select * from workload_diagnoses order by created_at desc, id desc limit ?", [limit])
+        return [dict(row, report=json.loads(row["report_json"])) for row in rows]
 
     def activity_times(self) -> list[float]:
         """When the learner did anything on record (attempts, profiles, hints, diagnoses), oldest first."""

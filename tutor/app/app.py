@@ -135,6 +135,12 @@ class InfprofApp(App[int]):
 
         self.push_screen(DoctorScreen())
 
+    def action_diagnose(self) -> None:
+        from tutor.app.screens.diagnose import DiagnoseScreen
+
+        if self.workspace is not None:
+            self.push_screen(DiagnoseScreen())
+
     def action_taxonomy(self) -> None:
         from tutor.app.screens.help import TaxonomyScreen
 

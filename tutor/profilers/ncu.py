@@ -124,9 +124,12 @@ def find_usable_ncu() -> str:
     return found
 
 
-def profile_command(ncu: str, report_base: Path, max_kernels: int = MAX_KERNELS) -> list[str]:
-    """The prefix that runs the harness under ncu, writing <report_base>.ncu-rep."""
-    cmd = [ncu, "--nvtx", "--nvtx-include", f"{NVTX_KERNELS_RANGE}/", "--clock-control", "none",
+def profile_command(ncu: str, report_base: Path, max_kernels: int = MAX_KERNELS,
+                    only_range: str | None = NVTX_KERNELS_RANGE) -> list[str]:
+    """The prefix that runs the harness under ncu, writing <report_base>.ncu-rep; the kernels inside the NVTX range
+    `only_range` (a command of the learner's marks none: every kernel, up to `max_kernels`)."""
+    within = ["--nvtx", "--nvtx-include", f"{only_range}/"] if only_range else []
+    cmd = [ncu, *within, "--clock-control", "none",
            "--cache-control", "all", "--replay-mode", "kernel", "--launch-count", str(max_kernels),
            "--target-processes", "all", "--force-overwrite", "--export", str(report_base)]
     for section in SECTIONS:

@@ -25,6 +25,8 @@ class BrowserScreen(Screen):
         Binding("p", "open('profile-baseline')", "Profile", tooltip="open the puzzle and profile its baseline"),
         Binding("r", "results", "Results", tooltip="the puzzle's verdict, metrics and history"),
         Binding("m", "app.doctor", "Machine", tooltip="what this machine has for each puzzle (infprof-tutor doctor)"),
+        Binding("d", "app.diagnose", "Diagnose", tooltip="your own workload, after the puzzles (infprof-tutor "
+                "diagnose)"),
     ]
 
     def __init__(self) -> None:

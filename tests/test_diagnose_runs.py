@@ -1,0 +1,70 @@
+"""`infprof-tutor diagnose` as a learner runs it after the puzzles, on the CPU: a real command profiled in a
+subprocess, a puzzle's workload through the puzzle's own profile, the report kept in the history, and a clear answer
+for a command it cannot run (the app's dialog: tests/test_app.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tutor.cli import main
+from tutor.progress import Progress
+
+# A host-bound loop: thousands of tiny operators, a few microseconds of dispatch each.
+TINY_OPS = "import torch\nx = torch.zeros(8)\nfor _ in range(5000):\n    x = x + 1\nprint(float(x.sum()))\n"
+
+
+@pytest.fixture
+def in_workspace(workspace, monkeypatch):
+    monkeypatch.chdir(workspace.root)
+    return workspace
+
+
+def test_a_python_command_is_profiled_diagnosed_and_kept(in_workspace, tmp_path, capsys):
+    script = tmp_path / "serve.py"
+    script.write_text(TINY_OPS)
+    assert main(["diagnose", "--", sys.executable, str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "1. cpu_overhead, at stake:" in out and "cpu.ops_per_iter = 5,00" in out
+    assert "Taught by puzzle0" in out
+    kept = Progress(in_workspace.db_path).workload_diagnoses()
+    assert len(kept) == 1 and kept[0]["target"].endswith("serve.py")
+    assert kept[0]["report"]["findings"][0]["bottleneck"] == "cpu_overhead"
+    assert main(["diagnose", "--history", "1"]) == 0
+    assert "cpu_overhead, at stake:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command, says", [
+    (["ls", "-l"], "diagnose runs Python commands"),
+    ([sys.executable, "/nowhere/serve.py"], "No script at /nowhere/serve.py"),
+    ([sys.executable, "-c", "pass"], "No script at -c"),
+])
+def test_a_command_it_cannot_run_gets_a_clear_answer(in_workspace, capsys, command, says):
+    assert main(["diagnose", "--", *command]) == 2
+    assert says in capsys.readouterr().err.replace("\n", " ").replace("│", "")
+
+
+def test_a_command_that_fails_says_so_with_its_output(in_workspace, tmp_path, capsys):
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nraise RuntimeError('CUDA out of memory (a test)')\n")
+    assert main(["diagnose", "--", sys.executable, str(script)]) == 2
+    err = capsys.readouterr().err
+    assert "failed under the PyTorch profiler (exit status 1)" in err and "out of memory (a test)" in err
+    assert Progress(in_workspace.db_path).workload_diagnoses() == []
+
+
+@pytest.mark.usefixtures("small_catalog")
+def test_a_workload_in_the_puzzle_contract_is_diagnosed_through_its_puzzles_profile(in_workspace, capsys):
+    assert main(["diagnose", "--puzzle", "puzzle0", "--which", "baseline"]) == 0
+    assert "1. cpu_overhead, at stake:" in capsys.readouterr().out
+    assert Progress(in_workspace.db_path).workload_diagnoses()[0]["target"] == "puzzle0 (baseline)"
+
+
+def test_kernels_without_nsight_compute_says_what_to_do(in_workspace, tmp_path, capsys, monkeypatch):
+    script = tmp_path / "serve.py"
+    script.write_text(TINY_OPS)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr("tutor.profilers.ncu.SEARCH", ())
+    assert main(["diagnose", "--kernels", "--", sys.executable, str(script)]) == 2
+    assert "Nsight Compute (ncu) is not installed" in capsys.readouterr().err
