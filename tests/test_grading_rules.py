@@ -37,9 +37,11 @@ H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "grades_2026-11-2
 GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("grades_puzzle*_*.json"))
 MEASURED_GRADES: dict[str, list] = {}
 for _path in GRADE_FIXTURES:  # a shipped puzzle's solutions (a draft's fixture kept its baseline's grades too)
-    if _path.name.split("_")[1] in all_puzzles():
-        MEASURED_GRADES.setdefault(_path.name.split("_")[1], []).extend(
-            g for g in json.loads(_path.read_text()) if g["which"] == "reference" or g["which"].startswith("alternatives/"))
+    if (_puzzle := all_puzzles().get(_path.name.split("_")[1])) is not None:
+        # A style that left alternatives/ since (puzzle23's rounded_blocks, a cheat now) is no solution's grade.
+        MEASURED_GRADES.setdefault(_puzzle.id, []).extend(
+            g for g in json.loads(_path.read_text()) if g["which"] == "reference" or (
+                g["which"].startswith("alternatives/") and g["which"].split("/", 1)[1] in _puzzle.alternatives))
 # Issue 17's warm harness against a cold start: the solutions of four puzzles graded once each way, one H100
 # (puzzle7's reference and the two alternatives it had then).
 WARM_COLD = json.loads((Path(__file__).parent / "fixtures" / "warm_cold_2026-11-26.json").read_text())

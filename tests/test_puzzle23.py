@@ -24,43 +24,63 @@ pytestmark = pytest.mark.bf16_products_exact  # its scene's bf16 products, soone
 PUZZLE = get_puzzle("puzzle23", drafts=True)
 # The scene at a CPU's sizes: the same layers, heads and prompts, narrower and shorter (chunks of 32 tokens).
 SMALL = {"HIDDEN": 256, "FFN": 512, "HEAD": 8, "KV": 64, "SHORTEST": 16, "LONGEST": 200, "CHUNK": 32}
-STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.py", "alternatives/rounded_blocks.py",
-          "alternatives/static_buffers.py", "cheats/over_the_budget.py", "cheats/resets_the_peak.py"]
+STYLES = ["baseline.py", "solution/workload.py", "alternatives/chunked_prefill.py", "alternatives/static_buffers.py",
+          "cheats/over_the_budget.py", "cheats/rounded_blocks.py", "cheats/resets_the_peak.py"]
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
+PUZZLE_SPEC_SLACK = puzzle_file(PUZZLE, "spec.py").MEMORY_SLACK
 
 
-def test_the_puzzle_is_a_draft_until_its_budget_refuses_the_cheat_again_though_its_recordings_are_in():
-    assert PUZZLE.draft and "puzzle23" not in all_puzzles()
+def test_the_puzzle_ships_with_its_recordings():
+    assert not PUZZLE.draft and "puzzle23" in all_puzzles()
     assert set(recorded_profilers(PUZZLE)) == {"torch", "memory"}
 
 
 def test_an_h100s_and_an_h200s_grades_read_their_tiers_with_every_bar_4_percent_higher_or_lower():
-    """On one H100 (`benchmarks/device_grading.sh stability:puzzle23:2 alt:puzzle23:N:STYLE ...`) whose baseline read
-    18.6-19.2 ms a call (24.6-26.8 ms on another H100 the same day: the baseline's speed-ups are least here), and
-    on one H200 (`benchmarks/measure_draft.py puzzle23 ...`, three device calls): the reference and the two
-    allocator-side alternatives gold, chunked prefill silver, the baseline against itself none, each with every bar
-    4% either way (gold sits between chunked prefill's lower bounds, 1.24-1.27 over four grades, and the allocator
-    fixes' 1.39 and up). (The first chunked prefill, chunks of 2048 tokens and the last one short, read 1.07-1.33 on
-    the H200: its grades left the fixture with that file; MEASUREMENTS.md keeps them.)"""
+    """On H100s (`benchmarks/device_grading.sh stability:puzzle23:N alt:puzzle23:N:STYLE ...`, four device calls)
+    whose baseline read 18.6-26.5 ms a call (its speed-ups are least where it is fastest), and on one H200
+    (`benchmarks/measure_draft.py puzzle23 ...`, three device calls): the reference and static buffers gold, chunked
+    prefill silver, the baseline against itself none, each with every bar 4% either way (gold sits between chunked
+    prefill's lower bounds, 1.19-1.27 over five grades, and the allocator fixes' 1.39 and up). (The first chunked
+    prefill, chunks of 2048 tokens and the last one short, read 1.07-1.33 on the H200: its grades left the fixture
+    with that file; MEASUREMENTS.md keeps them.)"""
     h100 = json.loads((FIXTURES / "grades_puzzle23_2026-12-06.json").read_text())
     h200 = json.loads((FIXTURES / "grades_puzzle23_2026-11-28.json").read_text())
     assert {g["card"] for g in h100} == {"NVIDIA H100 80GB HBM3"} and {g["card"] for g in h200} == {"NVIDIA H200"}
-    assert graded_counts(h100) == {"reference": 2, "alternatives/chunked_prefill": 4,
-                                   "alternatives/rounded_blocks": 1, "alternatives/static_buffers": 1}
+    assert graded_counts(h100) == {"reference": 3, "alternatives/chunked_prefill": 5,
+                                   "alternatives/rounded_blocks": 1, "alternatives/static_buffers": 2}
     assert graded_counts(h200) == {"baseline": 3, "reference": 3, "alternatives/rounded_blocks": 5,
                                    "alternatives/static_buffers": 5}
-    assert_clear_of_every_bar(h100 + h200, margin=0.04)
+    # rounded_blocks, graded then as an alternative, is a cheat now: over the budget (the test below).
+    honest = [g for g in h100 + h200 if g["which"] != "alternatives/rounded_blocks"]
+    assert_clear_of_every_bar(honest, margin=0.04)
 
 
-def test_the_h200_refused_every_cheat_twice():
-    """`benchmarks/grade_cheats.py puzzle23 --runs 2` on one H200: the cheat that keeps every segment is refused by
-    the memory budget (1.23-1.33x the baseline's workload), the one that resets the allocator's peak by fair play
-    and the budget, the one that blanks the calls it takes for unchecked at correctness and by the floor."""
-    refusals = {"cheats/over_the_budget": {"memory budget"}, "cheats/resets_the_peak": {"fair play", "memory budget"},
+def test_the_3_percent_budget_refused_every_cheat_twice_on_an_h100():
+    """`benchmarks/grade_cheats.py puzzle23 --runs 2` on one H100 with spec.MEMORY_SLACK at 3%: the baseline without
+    empty_cache() held 1.06-1.08x the baseline's workload, rounded blocks 1.08-1.22x, both refused by the budget; the
+    one that resets the allocator's peak by fair play and the budget; the one that blanks the calls it takes for
+    unchecked at correctness and by the floor. (The H200's grades at 10% refused the first in one of four: the
+    slack then, MEASUREMENTS.md.)"""
+    refusals = {"cheats/over_the_budget": {"memory budget"}, "cheats/rounded_blocks": {"memory budget"},
+                "cheats/resets_the_peak": {"fair play", "memory budget"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle23_2026-11-28.json", refusals, times=2)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle23_2026-12-06.json", refusals, times=2)
+    assert PUZZLE_SPEC_SLACK == 0.03
+
+
+def test_every_honest_grade_on_record_held_inside_the_3_percent_budget():
+    """What each honest style's workload held against the baseline's in the grades that printed it (MEASUREMENTS.md):
+    the reference 0.98-0.99x, static buffers 0.85x, chunked prefill 0.68x: inside 1.03 by 4% and more, where the
+    cheats held 1.06x and more."""
+    honest = {"reference": [1006 / 1018, 1026 / 1044], "alternatives/static_buffers": [860 / 1016],
+              "alternatives/chunked_prefill": [702 / 1038]}
+    assert max(r for rs in honest.values() for r in rs) <= (1 + PUZZLE_SPEC_SLACK) / 1.04
+    cheats = json.loads((FIXTURES / "cheats_puzzle23_2026-12-06.json").read_text())["grades"]
+    held = [float(line.split("x the baseline's")[0].rsplit(", ", 1)[1]) for g in cheats for line in g["refused_by"]
+            if line.startswith("memory budget")]
+    assert len(held) == 6 and min(held) >= 1 + PUZZLE_SPEC_SLACK + 0.02, held
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +195,6 @@ def test_its_sweep_runs_every_workload_on_the_same_prompts():
     sweep = puzzle_file(PUZZLE, "sweeps/allocator_styles.py")
     sizes = {"HIDDEN": 256, "FFN": 512, "PROMPTS": 2, "SHORTEST": 16, "LONGEST": 64}
     sums = {w: sweep.measure(w, 1, sizes, "cpu")["checksum"] for w in sweep.WORKLOADS}
-    assert set(sums) >= set(STYLES[:5]), sums
+    assert set(sums) >= set(STYLES[:6]), sums
     rounded_otherwise = {"alternatives/static_buffers.py", "alternatives/chunked_prefill.py"}
     assert len({total for w, total in sums.items() if w not in rounded_otherwise}) == 1, sums

@@ -20,7 +20,7 @@ HEAD = HIDDEN // HEADS
 KV = KV_HEADS * HEAD  # the width of a layer's keys, and of its values
 PROMPTS = 8
 SHORTEST, LONGEST = 128, 4096
-MEMORY_SLACK = 0.10
+MEMORY_SLACK = 0.03
 _WEIGHT_STREAM, _INPUT_STREAM, _WARMUP_STREAM = 1 << 45, 1 << 46, 1 << 47
 
 

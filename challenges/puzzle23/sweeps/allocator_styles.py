@@ -3,13 +3,13 @@
     PYTHONPATH=. python challenges/puzzle23/sweeps/allocator_styles.py [--calls 10] [--hidden 2048 --ffn 8192]
                                                                      [--prompts 8] [--json OUT]
 
-Each workload (the baseline, the reference, every alternative, and cheats/over_the_budget: the allocator left as
-it comes) runs in a process of its own, as a grade runs it (the allocator's settings and statistics are per
-process): prepared, warmed on the spec's warm-up inputs, its peak statistics reset, then --calls calls on fresh
-inputs. Printed per workload: ms a call (median, the GPU synchronised after each), the peak allocated and reserved
-MB over the calls, the reserve against the baseline's (the budget allows spec.MEMORY_SLACK more), and the
-caching allocator's cudaMalloc and cudaFree calls a call. `--device cpu` runs the arithmetic alone (no figures of
-memory): a check of the script, not a number.
+Each workload (the baseline, the reference, every alternative, and the two cheats that hold the memory the budget
+refuses: cheats/over_the_budget, the allocator left as it comes, and cheats/rounded_blocks) runs in a process of its
+own, as a grade runs it (the allocator's settings and statistics are per process): prepared, warmed on the spec's
+warm-up inputs, its peak statistics reset, then --calls calls on fresh inputs. Printed per workload: ms a call
+(median, the GPU synchronised after each), the peak allocated and reserved MB over the calls, the reserve against
+the baseline's (the budget allows spec.MEMORY_SLACK more), and the caching allocator's cudaMalloc and cudaFree calls
+a call. `--device cpu` runs the arithmetic alone (no figures of memory): a check of the script, not a number.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 
 FOLDER = Path(__file__).parents[1]
 WORKLOADS = ["baseline.py", "solution/workload.py", *sorted(
-    str(p.relative_to(FOLDER)) for p in (FOLDER / "alternatives").glob("*.py")), "cheats/over_the_budget.py"]
+    str(p.relative_to(FOLDER)) for p in (FOLDER / "alternatives").glob("*.py")), "cheats/over_the_budget.py",
+             "cheats/rounded_blocks.py"]
 SIZES = ("HIDDEN", "FFN", "PROMPTS")
 
 

@@ -1,7 +1,10 @@
-"""Alternative: blocks rounded up to a few sizes. The allocator rounds every request to one of DIVISIONS sizes
-between two powers of two, so the blocks a prompt frees come in the sizes the next prompt asks for, whatever its
-length, and a cached block serves it: no torch.cuda.empty_cache(), and segments reused instead of added. Each block
-may be up to 1/DIVISIONS larger than asked, which the budget's slack has to hold.
+"""Cheat by omission, though no trick: blocks rounded up to a few sizes. The allocator rounds every request to one of
+DIVISIONS sizes between two powers of two, so the blocks a prompt frees come in the sizes the next prompt asks for
+and a cached block serves it, with no torch.cuda.empty_cache(). But each block may be up to 1/DIVISIONS larger than
+asked and the segments stay cached: its reserve tracked the baseline without empty_cache()'s at 8, 16 and 32 prompts
+a call (1.25x, 1.47x, 1.28x the baseline's in the H100's sweep; 1.05-1.07x in the H200's grades, with the harness's
+inputs set aside), so no budget refuses that one and passes this. Must get: refused by the memory budget
+(graders/puzzle23.py), however fast.
 """
 
 import torch
