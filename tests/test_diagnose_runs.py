@@ -68,3 +68,18 @@ def test_kernels_without_nsight_compute_says_what_to_do(in_workspace, tmp_path, 
     monkeypatch.setattr("tutor.profilers.ncu.SEARCH", ())
     assert main(["diagnose", "--kernels", "--", sys.executable, str(script)]) == 2
     assert "Nsight Compute (ncu) is not installed" in capsys.readouterr().err
+
+
+def test_marked_steps_alone_are_the_window(in_workspace, tmp_path, capsys):
+    """With --marked only the steps the command wraps in record_function("infprof:iter") count: 2000 operators a
+    step; without it the whole command is one window, and the report says its start-up is in it."""
+    script = tmp_path / "steps.py"
+    script.write_text("import torch\nx = torch.zeros(8)\nfor _ in range(3):\n"
+                      "    with torch.profiler.record_function('infprof:iter'):\n"
+                      "        for _ in range(2000):\n            x = x + 1\n")
+    assert main(["diagnose", "--marked", "--", sys.executable, str(script)]) == 0
+    marked = capsys.readouterr().out
+    assert "cpu.ops_per_iter = 2,000:" in marked and "its start-up included" not in marked
+    script.write_text(TINY_OPS)
+    assert main(["diagnose", "--", sys.executable, str(script)]) == 0
+    assert "its start-up included" in capsys.readouterr().out.replace("\n", " ")

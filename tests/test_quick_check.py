@@ -102,6 +102,19 @@ def test_a_real_quick_check_of_a_wrong_workload_on_puzzle0_records_nothing(works
     assert progress.attempts("puzzle0") == [] and progress.latest_profile("puzzle0", "mine") is None
 
 
+def test_a_check_on_a_gpu_loops_half_a_grades_calls_a_round():
+    """The capstone's calls take about 1.3 s a round at a grade's loop length: a check's loops are half as long (its
+    grade's stay as they were), so the check answers within 10 s (README's figure, with its command)."""
+    from tutor.catalog import get_puzzle
+    from tutor.harness.lockstep import LOOP_CALLS
+    from tutor.quick_check import quick_timing
+
+    timing = quick_timing(get_puzzle("puzzle27"), "cuda")
+    assert timing["loop_calls"] == (2, 4) and timing["min_rounds"] == 4
+    assert max(timing["loop_calls"]) * 2 == max(LOOP_CALLS["cuda"])
+    assert "loop_calls" not in quick_timing(PUZZLE0, "cpu")
+
+
 def test_a_puzzles_own_criteria_that_need_no_profile_hold_a_quick_check_back():
     """puzzle23's memory budget reads only the run's result, so watch mode applies it: a workload over the budget
     reaches no tier there either; a grader that reads profiles or answers (puzzle3's) is left to the grade."""

@@ -32,6 +32,9 @@ MIN_ROUNDS = 10  # fewer and the 95% interval of the median is the whole range o
 # timing once this is spent, after BUDGET_ROUNDS; the interval it reports is then wider, and says so.
 TIMING_BUDGET_S = 0.4
 BUDGET_ROUNDS = 4
+# Calls in a round's back-to-back loop on a GPU (a grade's: 4-8, tutor.harness.lockstep.LOOP_CALLS): half as many,
+# so a check of a slow call (the capstone's, about 1.3 s a round at a grade's length) answers within 10 s.
+QUICK_LOOP_CALLS = {"cuda": (2, 4)}
 
 
 @dataclass
@@ -84,6 +87,15 @@ def quick_rounds(puzzle: Puzzle) -> int:
     return max(MIN_ROUNDS, puzzle.timing.rounds // 4)
 
 
+def quick_timing(puzzle: Puzzle, device: str) -> dict:
+    """A check's timing request: one warm-up round, rounds until the budget is spent after BUDGET_ROUNDS, and on a
+    GPU shorter loops."""
+    timing = {"warmup": 1, "rounds": quick_rounds(puzzle), "min_rounds": BUDGET_ROUNDS, "budget_s": TIMING_BUDGET_S}
+    if device in QUICK_LOOP_CALLS:
+        timing["loop_calls"] = QUICK_LOOP_CALLS[device]
+    return timing
+
+
 def reachable_tier(puzzle: Puzzle, vs: str, est: Estimate) -> tuple[str, str]:
     """The highest tier `est` clears (tiers in order, each needing those below), and the next tier
     when `est` clears its bound but it also compares against a workload (or on a clock) only a grade
@@ -125,8 +137,7 @@ def quick_check(ws: Workspace, puzzle: Puzzle, on_event: EventHandler | None = N
     vs = puzzle.tiers[0].vs
     request = check_request(ws, puzzle, list(dict.fromkeys(["mine", vs])))
     # One warm-up round and one check before timing: every timed round checks the output again.
-    request["timing"].update(warmup=1, rounds=quick_rounds(puzzle), min_rounds=BUDGET_ROUNDS,
-                             budget_s=TIMING_BUDGET_S)
+    request["timing"].update(quick_timing(puzzle, request["device"]))
     request["correctness"]["checks"] = 1
     if keeper is not None and request["ranks"] == 1:
         request["keeper"] = str(keeper.socket_path)

@@ -59,7 +59,11 @@ def diagnose_command(ws: Workspace, command: list[str], kernels: bool = False, m
         if on_event:
             on_event({"type": "stage", "stage": "profiling", "detail": "its first kernels under Nsight Compute"})
         values.update(_kernel_values(python, rest, run_dir, timeout_s))
-    return _kept(ws, " ".join(command), Profile(values, metrics.kernels), run_dir, trace)
+    whole = [] if marked else [
+        "This profile is the whole command, its start-up included (CUDA's set-up, first calls, compiles, weights "
+        "made): a host-bound start can hide the steady state. Wrap each step in torch.profiler.record_function("
+        "\"infprof:iter\") and run with --marked to diagnose the steps alone."]
+    return _kept(ws, " ".join(command), Profile(values, metrics.kernels), run_dir, trace, whole)
 
 
 def diagnose_workload(ws: Workspace, puzzle_id: str, which: str, on_event=None) -> Diagnosed:
@@ -76,8 +80,10 @@ def diagnose_workload(ws: Workspace, puzzle_id: str, which: str, on_event=None) 
                  outcome.trace_path)
 
 
-def _kept(ws: Workspace, target: str, profile: Profile, run_dir: Path, trace: Path) -> Diagnosed:
+def _kept(ws: Workspace, target: str, profile: Profile, run_dir: Path, trace: Path,
+          notes: list[str] = ()) -> Diagnosed:
     found = diagnose(profile)
+    found.unclear += notes
     Progress(ws.db_path).record_workload_diagnosis(target, found.to_dict(), run_dir)
     return Diagnosed(target, found, run_dir, trace)
 

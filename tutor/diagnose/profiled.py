@@ -4,8 +4,8 @@ here, never in the tutor's own process).
     python -m tutor.diagnose.profiled TRACE [--marked] -- SCRIPT.py ARGS... | -m MODULE ARGS...
 
 The whole command is one profiled window, unless --marked: then only the ranges the command itself opens with
-torch.profiler.record_function("infprof:iter"), one a step. The trace goes to TRACE, the allocator's figures beside
-it (TRACE.memory.json). Exits with the command's own exit status.
+torch.profiler.record_function("infprof:iter"), one a step. The trace goes to TRACE, the allocator's and the compiler's
+figures beside it (TRACE.memory.json). Exits with the command's own exit status.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from pathlib import Path
 
 from tutor.protocol import TORCH_ITER_RANGE
 
-MB = 2**20
-
 
 def main(argv: list[str]) -> int:
     trace, rest = Path(argv[0]), argv[1:]
@@ -28,7 +26,12 @@ def main(argv: list[str]) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    from tutor.harness.compile_report import CompileWatch
+    from tutor.harness.memory_facts import CaptureCounter, memory_facts
+
     cuda = torch.cuda.is_available()
+    # The puzzles' own probes: torch.compile's graphs and recompiles, the CUDA graphs captured and their pools.
+    compiled, captures = CompileWatch(), CaptureCounter() if cuda else None
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     status = 0
     with profile(activities=activities, profile_memory=True) as prof:
@@ -37,13 +40,9 @@ def main(argv: list[str]) -> int:
         if cuda:
             torch.cuda.synchronize()
     prof.export_chrome_trace(str(trace))
-    memory = {}
-    if cuda:
-        stats = torch.cuda.memory_stats()
-        memory = {"peak_allocated_mb": stats.get("allocated_bytes.all.peak", 0) / MB,
-                  "peak_reserved_mb": stats.get("reserved_bytes.all.peak", 0) / MB,
-                  "reserved_mb": stats.get("reserved_bytes.all.current", 0) / MB}
-    trace.with_name(trace.name + ".memory.json").write_text(json.dumps(memory))
+    facts = {**(memory_facts(captures) if cuda else {}), **compiled.report()}
+    facts.pop("reasons", None)
+    trace.with_name(trace.name + ".memory.json").write_text(json.dumps(facts))
     return status
 
 

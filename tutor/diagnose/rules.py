@@ -32,7 +32,8 @@ ATOMIC_BUSIEST_PCT = 40.0
 SPLIT_REDUCTION = (0.2, 0.8)  # reduction kernels' share beside the kernels whose partials they sum
 LAST_WAVE_LOSS = 0.2  # share of the SMs' time a partial last wave leaves idle
 IMBALANCE = 1.5  # one rank's matmul time over the other's
-RECOMPILE_SHARE = 0.5  # recompiles cost outside the window; past the limit, the compiled code is abandoned
+RECOMPILE_SHARE = 0.05  # a recompile's cost is paid once, outside a warm call: a little each, up to ...
+RECOMPILES_AT_MOST = 0.5  # ... half a call; past the limit the compiled code is abandoned: the whole call
 DISPATCH_US = 5.0  # a few microseconds of dispatch an aten call on the host, at least (CPU workloads)
 MB = 2**20
 
@@ -104,7 +105,8 @@ class Profile:
 
 
 def _time(p: Profile, us: float) -> str:
-    return f"{us / 1000:.3g} ms a call ({p.gpu_share(us):.0%})"
+    spent = f"{us / 1e6:.3g} s" if us >= 1e6 else f"{us / 1000:.3g} ms"
+    return f"{spent} a call ({p.gpu_share(us):.0%})"
 
 
 def _finding(p: Profile, bottleneck: str, us: float, evidence: list[Evidence], where: str, **kw) -> Finding:
@@ -421,7 +423,7 @@ def recompilation(p: Profile) -> Finding | None:
     if recompiles < 1:
         return None
     abandoned = p.get("compile.recompile_limit_hits") > 0
-    share = 1.0 if abandoned else RECOMPILE_SHARE
+    share = 1.0 if abandoned else min(RECOMPILES_AT_MOST, RECOMPILE_SHARE * recompiles)
     return Finding("recompilation", share, "every call past the limit runs uncompiled" if abandoned else
                    "seconds a recompile, outside the profiled calls", [
                        _ev(p, "compile.recompiles", "compiles again for new shapes or guards"),

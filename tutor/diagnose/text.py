@@ -35,7 +35,7 @@ def report_text(report: dict, width: int = WIDTH) -> str:
             lines += _wrapped(f"Taught by {taught[f['bottleneck']]}", width, "   ")
         lines.append("")
     for note in report.get("unclear", []):
-        lines += _wrapped(f"Not told apart: {note}", width, "")
+        lines += _wrapped(f"Note: {note}", width, "")
     return "\n".join(lines).rstrip()
 
 

@@ -376,6 +376,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
     rounds = request["timing"]["rounds"]
     # A quick check may stop early: after `min_rounds`, once `budget_s` of timing is spent.
     budget_s, least = request["timing"].get("budget_s"), request["timing"].get("min_rounds", rounds)
+    # A quick check's loops may be shorter (tutor.quick_check): fewer calls a round, each still checked.
+    loop_calls = tuple(request["timing"].get("loop_calls") or LOOP_CALLS[request["device"]])
     timed_checks, stalled = [], []
     before = gpu_environment.snapshot() if request["device"] == "cuda" else {}
     sink.stage("timing", f"{rounds} interleaved rounds")
@@ -387,7 +389,7 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         _order.shuffle(order)
         # Fresh inputs every round, drawn now: no output can be memoised per input. The first feeds the untimed
         # warm call, the rest the call clock's loop, and on CUDA the last the GPU clock's (tutor.harness.worker.Worker.time).
-        calls = 1 + _order.randint(*LOOP_CALLS[request["device"]]) + (request["device"] == "cuda")
+        calls = 1 + _order.randint(*loop_calls) + (request["device"] == "cuda")
         seeds = [secrets.randbelow(2**62) for _ in range(calls)]
         mine, ref = [], {}
         for name in order:
