@@ -616,3 +616,81 @@ def forward(state, x):
     assert "tried to open the GPU's measured peaks" in rejected(verdict, "fair play")
     assert not (PEAKS_DIR / "NVIDIA_H100_80GB_HBM3.json").exists() or "1e9" not in (
         PEAKS_DIR / "NVIDIA_H100_80GB_HBM3.json").read_text()
+
+
+# Issue 76: the harness makes inputs, flushes caches and reads outputs with aten operators, outside the clock. A
+# workload that registers its own kernel for one of them would run inside that work (puzzle25's and puzzle26's
+# forward once ran there whole, in the harness's input making); it is stopped before the harness dispatches again.
+OVERRIDE = """
+import warnings
+import torch
+{solve}
+_lib = torch.library.Library("aten", "IMPL")
+
+def _add(a, b, alpha=1):  # the harness's inputs are randn * 5 + 3: the work could hide in here
+    return torch.ops.aten.sub.Tensor(a, b, alpha=-alpha)
+
+def register():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _lib.impl("add.Tensor", _add, "CPU")
+
+calls = [0]
+
+def prepare(weights, device):
+    {when_prepared}
+    return weights
+
+def forward(state, x):
+    calls[0] += 1
+    if calls[0] == {at_call}:
+        register()
+    return solve(state, x)
+"""
+
+
+@pytest.mark.parametrize("when_prepared, at_call", [("register()", 0), ("pass", 5)])
+def test_a_kernel_registered_for_an_aten_operator_stops_the_run(workspace, grade_as_mine, when_prepared, at_call):
+    with pytest.raises(RunFailed) as info:
+        grade_as_mine(workspace, OVERRIDE.format(solve=SOLVE, when_prepared=when_prepared, at_call=at_call))
+    assert info.value.kind == "tampered"
+    assert "changed what the operators the harness uses to make inputs" in info.value.message
+    assert "aten::add.Tensor (CPU: registered at" in info.value.message and "mylib::" in info.value.message
+
+
+def test_a_mode_entered_for_good_stops_the_run_and_one_in_a_with_block_is_welcome(workspace, grade_as_mine):
+    with pytest.raises(RunFailed) as info:
+        grade_as_mine(workspace, SOLVE + """
+import torch
+_mode = torch.inference_mode()
+_mode.__enter__()  # for every call to come: the harness's inputs are made under it too
+
+def forward(state, x):
+    return solve(state, x)
+""")
+    assert info.value.kind == "tampered" and "inference_mode or autocast entered and not left" in info.value.message
+    verdict = grade_as_mine(workspace, SOLVE + """
+import torch
+
+def forward(state, x):
+    with torch.inference_mode():
+        return solve(state, x)
+""")
+    assert [c.name for c in verdict.criteria if not c.passed and c.name in ("correctness", "fair play")] == []
+
+
+def test_an_operator_of_the_learners_own_namespace_is_welcome(workspace, grade_as_mine):
+    verdict = grade_as_mine(workspace, SOLVE + """
+import torch
+
+@torch.library.custom_op("learner::scale", mutates_args=())
+def scale(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    return (x - mean) / std
+
+def prepare(weights, device):
+    return weights
+
+def forward(state, x):
+    return solve(state, x)
+""")
+    assert [c.name for c in verdict.criteria if c.name == "fair play" and not c.passed] == []

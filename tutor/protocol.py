@@ -46,6 +46,7 @@ ERROR_KINDS = {
     "import_error": "a workload file failed to load",
     "bad_workload": "a workload file lacks prepare() or forward()",
     "workload_error": "a workload raised an exception",
+    "tampered": "a workload changed what the harness's own work runs",
     "oom": "the workload ran out of GPU memory",
     "crashed": "a workload process died",
 }

@@ -41,6 +41,7 @@ ADVICE = {
     "import_error": "Fix the error in the file named above, save, and run again.",
     "bad_workload": "A workload defines prepare(weights, device) and forward(state, x); see the puzzle's starter file.",
     "workload_error": "Your code raised an exception; the output tail shows where.",
+    "tampered": "Leave what the harness runs as it was: the message above says what your workload changed.",
     "oom": "Your workload ran out of GPU memory: free what you keep between calls or use smaller buffers.",
     "timeout": "It ran past the time limit: look for an endless loop, a deadlock, or a far too slow path.",
     "crashed": "The workload process died (segfault, illegal memory access or killed): the output tail shows the last words.",

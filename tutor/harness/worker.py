@@ -27,6 +27,7 @@ from tutor.harness.allocator_peak import AllocatorPeak
 from tutor.harness.checks import own_copy
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
+from tutor.harness.dispatch_table import DispatchTable, entered
 from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.harness.guard import Guard, SideWork
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
@@ -119,6 +120,8 @@ class Worker:
         self.serving = "serving" in request
         self.spec_api, self.workload_api = apis(request)
         self.spec = load_module(Path(request["spec"]), "spec", self.spec_api)
+        # And what the harness's own operators dispatch to, read again before each use (tutor.harness.dispatch_table).
+        self.dispatch = DispatchTable(entered(self._own_work)) if candidate else None
         if request.get("correctness", {}).get("judged") and not callable(getattr(self.spec, "judge", None)):
             raise HarnessFailure("bad_request", "puzzle.toml's [correctness] judged = true, but its spec.py has no "
                                                 "judge(state, inputs, output): the puzzle is broken")
@@ -164,6 +167,7 @@ class Worker:
         if self.peak:
             self.peak.start()
         if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
+            self._own_operators()
             self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
             self._warm_bytes = shards.tensor_bytes(self.warm)
             self._harness_holds()
@@ -184,7 +188,7 @@ class Worker:
     def calibrate(self) -> dict:
         """Held or from an idle GPU: each workload's host, seen while the GPU is held. Then the checks begin."""
         for name in self.names if self.device.cuda else []:
-            inputs = [self._input(secrets.randbelow(2**62)) for _ in range(PROBE_CALLS)]
+            inputs = self._inputs([secrets.randbelow(2**62) for _ in range(PROBE_CALLS)])
             self._harness_holds(inputs)
             self.device.calibrate(name, [lambda x=x, name=name: self.forward(name, x) for x in inputs])
         self.side = SideWork()
@@ -202,6 +206,7 @@ class Worker:
         if on_host:
             self.device.hold_ms(HOST_OUTPUT_HOLD_MS)
         returned = self.forward(name, x)
+        self._own_operators()  # before the harness reads the output with its operators
         out = wire.portable(returned)
         if on_host:
             out = self._kept(name, returned, out)
@@ -250,19 +255,21 @@ class Worker:
             call(self._input(seeds[0]))
 
         def loop_calls():  # made after the warm call returned: nothing it leaves answers the loop's
-            inputs = [self._input(seed) for seed in loop_seeds]
+            inputs = self._inputs(loop_seeds)
             self._harness_holds(inputs)
             return [lambda x=x: call(x) for x in inputs[:-1]] + [lambda x=inputs[-1]: last_call(x)]
 
         ms = self.device.loop_ms(warm, loop_calls, name)
         self.samples[name].append(ms)  # the call clock's sample
+        self._own_operators()  # the loop's calls ran: the output read and the next input made with checked operators
         checked = call_checks.read_whole(loop_seeds[-1], last.pop()) if keep else []
         self._verify()
         if single is not None:
-            x = self._input(single)  # made after the loop ended: no call of it could work ahead
+            x = self._inputs([single], checked=True)[0]  # made after the loop ended: no call of it could work ahead
             _, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
             kept.append(call_checks.Kept(out))  # after the events: read whole below, nothing overwrites it
             if keep:
+                self._own_operators()
                 checked += call_checks.read_whole(single, out)
             del out
             self._verify()
@@ -273,6 +280,7 @@ class Worker:
     def sampled(self, name: str, seed: int) -> dict:
         """Every output `name`'s last round kept, in call order, at the places `seed` draws: the coordinator sends
         it only after the round, so no call could know them."""
+        self._own_operators()
         return {"samples": call_checks.samples(self.kept.pop(name, []), seed)}
 
     def judge(self, name: str, seed: int, out: dict) -> dict:
@@ -372,7 +380,40 @@ class Worker:
         return call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
 
     def _input(self, seed: int):
-        return call_workload("spec.make_input", self.spec.make_input, seed, self.device.name)
+        return self._inputs([seed])[0]
+
+    def _inputs(self, seeds: list[int], checked: bool = False) -> list:
+        """The inputs `seeds` make, with the harness's own operators: refused if learner code changed them (unless
+        `checked`: no learner code ran since they were)."""
+        if not checked:
+            self._own_operators()
+        return [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
+
+    def _own_work(self) -> None:
+        """The harness's own work in a candidate's process, once, before learner code loads: an input made, L2
+        flushed, an output kept, sampled and read as a round's are."""
+        if self.serving:
+            return  # a server's requests are made by the coordinator, its tokens read as numbers
+        x = call_workload("spec.make_input", self.spec.make_input, 0, self.device.name)
+        self.device.flush_l2()
+        out = (x if isinstance(x, torch.Tensor) else torch.ones(8, device=self.device.name)).float()
+        kept = call_checks.Kept(out)
+        call_checks.samples([kept], 0)
+        call_checks.read_whole(0, out)
+        self.device.synchronize()
+
+    def _own_operators(self) -> None:
+        """Before the harness dispatches its own work in a process learner code has run in: every aten operator's
+        kernels as they were before it loaded, or the run stops (its work would have run the learner's)."""
+        changed = self.dispatch.changed() if self.dispatch else []
+        if changed:
+            self.guard.note("your workload changed what the harness's own operators run: " + "; ".join(changed[:3]))
+            raise HarnessFailure("tampered", "Your workload changed what the operators the harness uses to make "
+                                 f"inputs, flush caches and read outputs run: {'; '.join(changed[:3])}. The harness's "
+                                 "own work would run your code. Register a kernel of yours as an operator of your "
+                                 "own namespace (torch.library.custom_op(\"mylib::name\", ...)) and call it from "
+                                 "forward(), and enter modes such as autocast or inference_mode in a with block "
+                                 "inside forward().")
 
     def _harness_holds(self, inputs=()) -> None:
         """For a memory budget: the harness's inputs alive now, the warm-up's and these (AllocatorPeak)."""

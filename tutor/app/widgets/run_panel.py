@@ -37,7 +37,7 @@ PROBLEM_TITLES = {
     "import_error": "A workload file failed to load", "workload_error": "Your code raised an exception",
     "bad_workload": "A workload lacks prepare() or forward()", "no_gpu": "No GPU here",
     "missing_package": "A package is missing", "bad_request": "infprof-tutor error",
-    "harness_bug": "infprof-tutor error",
+    "harness_bug": "infprof-tutor error", "tampered": "Your workload reached into the harness",
 }
 TAIL_LINES = 4
 PROFILE_HEADLINE = ("cpu.time_per_iter_us", "cpu.ops_per_iter", "gpu.busy_fraction", "kernels.per_iter",

@@ -1,0 +1,90 @@
+"""What the harness's own work dispatches through: every aten operator's kernels, as they were before learner code
+loaded.
+
+The harness makes inputs, flushes L2 and reads outputs with aten operators. A workload that registers a kernel of
+its own for one of them (torch.library's Library("aten", "IMPL"), register_kernel, ...) would run inside that work:
+its forward could be done while the harness made the call's input, or answer from what it saw there. So before the
+harness dispatches anything in a process that learner code has run in, the table is read again, and an operator
+whose kernels changed stops the run. The operators are those the harness's own work entered (`entered`) in a dry
+run of it before learner code loaded: reading all of aten's 3,000 again cost 60 ms a check on a 2-core machine,
+these a millisecond. Meta kernels are left out: torch registers
+them lazily (torch.compile's imports do), and they never run on a real tensor.
+"""
+
+from __future__ import annotations
+
+import torch
+
+IGNORED_KEYS = ("Meta:",)
+
+
+# What the harness's copies, views, factories and reads run below the torch functions it calls (a `.to("cpu")` is
+# _to_copy and copy_, a randn with a generator normal_): torch's profiler listed these for them on the CPU, and
+# a function mode does not see below the torch function. (The profiler would see both, but its first start costs
+# over a second a process, and a dispatch mode's imports torch._dynamo: two seconds more where nothing compiles.)
+INTERNALS = frozenset(f"aten::{name}" for name in (
+    "_copy_from", "_copy_from_and_resize", "_local_scalar_dense", "_pin_memory", "_reshape_alias", "_to_copy",
+    "_unsafe_view", "abs", "add", "alias", "all", "arange", "as_strided", "cat", "chunk", "clone", "contiguous",
+    "copy_", "detach", "detach_", "div", "empty", "empty_like", "empty_strided", "eq", "equal", "expand", "fill_",
+    "flatten", "gather", "index", "index_select", "is_pinned", "is_same_size", "isfinite", "item", "lift_fresh",
+    "linalg_vector_norm", "masked_fill", "max", "min", "mul", "narrow", "ne", "neg", "norm", "normal_", "ones",
+    "permute", "pin_memory", "pow", "rand", "randint", "randn", "random_", "record_stream", "reshape", "resize_",
+    "select", "set_", "slice", "split", "sqrt", "squeeze", "stack", "sub", "sum", "t", "to", "transpose", "unbind",
+    "uniform_", "unsqueeze", "view", "where", "zero_", "zeros"))
+
+
+def entered(work) -> set[str]:
+    """The aten operators `work()` may dispatch to: each torch function it calls, by the aten name it goes by (a
+    composite such as reshape is a kernel of its own, run before the view it becomes), and INTERNALS."""
+    from torch.overrides import TorchFunctionMode
+
+    seen: set[str] = set()
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.add(f"aten::{getattr(func, '__name__', '').strip('_')}")
+            return func(*args, **(kwargs or {}))
+
+    with Functions():
+        work()
+    return seen | INTERNALS
+
+
+def aten_overloads(names: set[str] | None = None) -> list[str]:
+    """Every overload of the aten operators `names` (or of all of them), as the dispatcher names them."""
+    return [name for name in torch._C._dispatch_get_all_op_names()
+            if name.startswith("aten::") and (names is None or name.split(".")[0] in names)]
+
+
+def aten_kernels(overloads: list[str]) -> dict[str, frozenset[str]]:
+    """Each overload's registrations, a line per dispatch key, as torch's dispatcher dumps them."""
+    return {name: frozenset(line for line in torch._C._dispatch_dump(name).splitlines()
+                            if not line.startswith(IGNORED_KEYS)) for name in overloads}
+
+
+def dispatch_keys_in_force() -> str:
+    """The dispatch keys this thread adds or leaves out of every call (inference mode's, a mode left entered)."""
+    return f"{torch._C._dispatch_tls_local_include_set()} {torch._C._dispatch_tls_local_exclude_set()}"
+
+
+class DispatchTable:
+    """Taken before learner code loads; `changed()` names the aten operators whose kernels are not as they were,
+    and the thread's dispatch keys if they changed."""
+
+    def __init__(self, names: set[str] | None = None) -> None:
+        self._overloads = aten_overloads(names)  # listed once: an overload added later is none the harness calls
+        self._before = aten_kernels(self._overloads)
+        self._keys = dispatch_keys_in_force()
+
+    def changed(self) -> list[str]:
+        found = [] if dispatch_keys_in_force() == self._keys else [
+            "the dispatch keys in force for every call (a mode such as inference_mode or autocast entered and not "
+            f"left: {dispatch_keys_in_force()}, where they were {self._keys})"]
+        for name, lines in aten_kernels(self._overloads).items():
+            before = self._before[name]
+            if lines == before:
+                continue
+            # The kernel now in force first; the one it displaced reads "(inactive)" beside it.
+            added = sorted(lines - before, key=lambda line: "(inactive)" in line) or sorted(before - lines)
+            found.append(f"{name} ({added[0].split(' :: ')[0]})")
+        return found
