@@ -659,7 +659,7 @@ def record_real_profiles(ws, puzzle_id: str, tmp_path) -> dict[str, Path]:
     from tutor.profilers import nsys_sqlite
 
     export = tmp_path / "saxpy.sqlite"  # SQLite needs a real file
-    export.write_bytes(gzip.decompress((FIXTURES / "nsys_saxpy_a100_2022.2.sqlite.gz").read_bytes()))
+    export.write_bytes(gzip.decompress((FIXTURES / "nsys_saxpy_2022.2.sqlite.gz").read_bytes()))
     metrics = {"torch": ProfileMetrics.from_json((recording("puzzle1", "metrics.json")).read_text()),
                "ncu": ncu.extract(recording("puzzle1", "ncu.csv")),
                "nsys": nsys_sqlite.extract(export)}

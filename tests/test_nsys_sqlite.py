@@ -25,8 +25,8 @@ from tutor.profilers import nsys_run, nsys_sqlite
 from tutor.profilers.nsys_sqlite import extract
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SAXPY = "nsys_saxpy_a100_2022.2.sqlite.gz"
-NVFUSER = "nsys_nvfuser_h200_2025.1.sqlite.gz"
+SAXPY = "nsys_saxpy_2022.2.sqlite.gz"
+NVFUSER = "nsys_nvfuser_2025.1.sqlite.gz"
 NO_KERNELS = "nsys_no_kernels_2025.1.sqlite.gz"
 UPSTREAM_BLOBS = {SAXPY: "4f6385d65dc3b902a1887dc06f22f59f0d7718b0",
                   NVFUSER: "57da9a1f207d2b6c72138474eae14d020702b3df",

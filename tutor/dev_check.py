@@ -45,13 +45,13 @@ def recorded_profiles(puzzle: Puzzle) -> dict[str, ProfileMetrics]:
     """The baseline's profile shipped in the puzzle's recordings/ folder, by the names of its files: the torch
     profile's metrics with those of every other profiler recorded beside it (a kernel puzzle's diagnosis cites
     ncu.*, puzzle23's allocator.*, as study mode reads them all). Nothing where the torch profile is missing."""
-    from tutor.profilers.registry import recording_path
+    from tutor.profilers.registry import TIMELINE, recording_path
     from tutor.study import read_recording, recorded_profilers
 
     if not puzzle.recorded_baseline.is_file():
         return {}
     profile = ProfileMetrics.from_json(puzzle.recorded_baseline.read_text())  # a CPU puzzle's too (study's are GPUs')
-    others = [p for p in recorded_profilers(puzzle) if p != "torch"]
+    others = [p for p in recorded_profilers(puzzle) if p != TIMELINE]
     values = {**profile.values, **{k: v for p in others for k, v in read_recording(puzzle, p)[0].values.items()}}
     names = [puzzle.recorded_baseline.name, *(recording_path(puzzle, p).name for p in others)]
     return {" and ".join(names): dataclasses.replace(profile, values=values)}

@@ -17,7 +17,7 @@ from tutor.catalog import Puzzle, Stage
 from tutor.grading.answer import read_answer
 from tutor.grading.puzzle_checks import grader_module
 from tutor.metrics import ProfileMetrics
-from tutor.profilers.registry import profiler_giving
+from tutor.profilers.registry import TIMELINE, profiler_giving
 from tutor.progress import Progress
 from tutor.workspace import Workspace
 
@@ -34,7 +34,7 @@ def ready_to_grade(ws: Workspace, puzzle: Puzzle, which: str = "reference", reus
     machine) learns it as a learner can: from the report of a first grade, of the starter files.
     With which="alternatives/<name>", the reference's answer goes with that alternative's workload.py.
     """
-    values = dict(baseline_metrics(ws, puzzle, "torch", reuse_baseline))
+    values = dict(baseline_metrics(ws, puzzle, TIMELINE, reuse_baseline))
     if which == "baseline":  # the starter files, in a workspace an earlier run gave another solution
         ws.reset(puzzle)
         return
@@ -63,7 +63,7 @@ def stage_metrics(ws: Workspace, puzzle: Puzzle, stage: Stage, reuse: bool = Fal
     if reuse:
         code = actions.code_hash(ws, puzzle)
         for row in Progress(ws.db_path).own_profiles(puzzle.id, "mine"):
-            if row["code_hash"] == code and row["profiler"] == "torch":
+            if row["code_hash"] == code and row["profiler"] == TIMELINE:
                 return ProfileMetrics.from_json(row["metrics_json"])
     return actions.profile(ws, puzzle, "mine").metrics
 
@@ -79,9 +79,9 @@ def baseline_metrics(ws: Workspace, puzzle: Puzzle, profiler: str, reuse: bool =
 
 
 def other_profilers_cited(puzzle: Puzzle) -> list[str]:
-    """The profilers besides torch whose metrics the reference answer cites (puzzle9's ptxas.*)."""
+    """The profilers besides the timeline's whose metrics the reference answer cites (puzzle9's ptxas.*)."""
     cited = {profiler_giving(e.metric) for e in read_answer(puzzle.solution_dir / "answer.toml").evidence}
-    return sorted(cited - {"torch"})
+    return sorted(cited - {TIMELINE})
 
 
 def install_reference(ws: Workspace, puzzle: Puzzle, profile_values: dict[str, float],

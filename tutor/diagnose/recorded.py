@@ -7,7 +7,7 @@ from tutor.catalog import Puzzle
 from tutor.diagnose.host_time import host_time
 from tutor.diagnose.rules import Profile
 from tutor.metrics import ProfileMetrics
-from tutor.profilers.registry import PROFILERS
+from tutor.profilers.registry import TIMELINE
 from tutor.study import read_recording, recorded_profilers
 
 
@@ -20,7 +20,7 @@ def recorded_profile(puzzle: Puzzle) -> Profile:
     for profiler in recorded_profilers(puzzle):
         metrics, opened = read_recording(puzzle, profiler)
         values.update(metrics.values)
-        if not PROFILERS[profiler].metric_prefix:  # the timeline's profiler: its kernel table and its trace
+        if profiler == TIMELINE:  # its kernel table, and its trace for the host's time
             kernels = metrics.kernels
             if opened.name.endswith((".json.gz", ".json")) and opened.is_file():
                 values.update(host_time(opened))

@@ -173,9 +173,15 @@ PROFILERS: dict[str, Profiler] = {p.id: p for p in (
 )}
 
 
+# The timeline's profiler: every puzzle lists it, `profile` runs it unless told otherwise, and its metrics (the
+# timeline's, kernels.*, gpu.*, ...) carry no prefix of their own.
+TIMELINE = next(p.id for p in PROFILERS.values() if not p.metric_prefix and p.recording)
+
+
 def profiler_giving(metric: str) -> str:
-    """The profiler a metric comes from: the one whose own names it carries, else the PyTorch profiler."""
-    return next((p.id for p in PROFILERS.values() if p.metric_prefix and metric.startswith(p.metric_prefix)), "torch")
+    """The profiler a metric comes from: the one whose own names it carries, else the timeline's."""
+    return next((p.id for p in PROFILERS.values() if p.metric_prefix and metric.startswith(p.metric_prefix)),
+                TIMELINE)
 
 
 RECORDABLE = [p.id for p in PROFILERS.values() if p.recording]  # what study mode may open
