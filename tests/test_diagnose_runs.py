@@ -4,13 +4,16 @@ for a command it cannot run (the app's dialog: tests/test_app.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
 from tutor.cli import main
 from tutor.progress import Progress
 
+ROOT = Path(__file__).resolve().parents[1]
 # A host-bound loop: thousands of tiny operators, a few microseconds of dispatch each.
 TINY_OPS = "import torch\nx = torch.zeros(8)\nfor _ in range(5000):\n    x = x + 1\nprint(float(x.sum()))\n"
 
@@ -83,3 +86,36 @@ def test_marked_steps_alone_are_the_window(in_workspace, tmp_path, capsys):
     script.write_text(TINY_OPS)
     assert main(["diagnose", "--", sys.executable, str(script)]) == 0
     assert "its start-up included" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_kernels_targets_the_heaviest_kernels_and_falls_back_to_the_first_ones(in_workspace, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """A stand-in for ncu on PATH (this machine has no GPU): it profiles nothing when given a kernel-name filter, as
+    ncu does when no kernel matches, and a recorded profile (puzzle9's baseline, an H100's) without one. diagnose
+    asks for the torch profile's heaviest kernels first, then the first ones, and says which it got."""
+    from tutor.diagnose.capture import heaviest_kernels, kernel_filter
+
+    assert heaviest_kernels([{"name": "a::small", "total_us": 1.0}, {"name": "at::native::big", "total_us": 9.0}]) \
+        == ["big", "small"]
+    assert kernel_filter(["big", "a.b"]) == ["--kernel-name-base", "demangled", "--kernel-name", r"regex:big|a\.b"]
+    fake = tmp_path / "bin" / "ncu"
+    fake.parent.mkdir()
+    recorded = ROOT / "challenges" / "puzzle9" / "recordings" / "baseline_ncu.csv"
+    fake.write_text(f"""#!/bin/sh
+case "$*" in
+  *--import*) report=$(echo "$*" | sed 's/.*--import \\([^ ]*\\).*/\\1/'); [ -f "$report" ] || exit 1; cat {recorded} ;;
+  *--kernel-name*) echo "==WARNING== No kernels were profiled." ;;
+  *) report=$(echo "$*" | sed 's/.*--export \\([^ ]*\\).*/\\1/'); touch "$report.ncu-rep" ;;
+esac
+""")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    # The torch profile of a CPU run names no GPU kernel: as if it had named one no kernel of ncu's matches.
+    monkeypatch.setattr("tutor.diagnose.capture.heaviest_kernels", lambda kernels: ["big_kernel"])
+    script = tmp_path / "serve.py"
+    script.write_text(TINY_OPS)
+    assert main(["diagnose", "--kernels", "--", sys.executable, str(script)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "register_spills" in out and "the command's first 20 kernels (none of its heaviest matched" in out
+    log = next(in_workspace.runs_dir.glob("*-diagnose-*")) / "ncu.log"
+    assert "No kernels were profiled" not in log.read_text()  # the second run's log: the first's was the filtered

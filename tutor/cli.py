@@ -437,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("diagnose", help="your own workload after the puzzles: the bottleneck classes its profile "
                        "supports, ranked by the time at stake",
                        description="infprof-tutor diagnose [--kernels] -- python serve.py ARGS  (or --puzzle P)")
-    p.add_argument("--kernels", action="store_true", help="also profile its first kernels under Nsight Compute")
+    p.add_argument("--kernels", action="store_true", help="also profile its heaviest kernels under Nsight Compute")
     p.add_argument("--marked", action="store_true", help="profile only the steps your code wraps in "
                    "torch.profiler.record_function(\"infprof:iter\") (default: the whole command)")
     p.add_argument("--timeout", type=float, default=1800.0, help="stop the command after this many seconds")

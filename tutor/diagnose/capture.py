@@ -8,6 +8,8 @@ kept in the progress db with the run's folder.
 from __future__ import annotations
 
 import os
+import random
+import re
 import subprocess
 import sys
 import time
@@ -23,7 +25,8 @@ from tutor.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 1800.0
-KERNELS = 20  # ncu profiles the command's first kernels: each replays a few dozen times
+KERNELS = 20  # launches ncu profiles: each replays a few dozen times
+HEAVIEST = 3  # kernels, by GPU time in the torch profile, that --kernels targets
 
 
 @dataclass
@@ -40,7 +43,7 @@ def diagnose_command(ws: Workspace, command: list[str], kernels: bool = False, m
     python, rest = _python_command(command)
     if on_event:
         on_event({"type": "stage", "stage": "profiling", "detail": "your command under the PyTorch profiler"})
-    run_dir = ws.runs_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-diagnose"
+    run_dir = ws.runs_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-diagnose-{random.randrange(16**4):04x}"
     run_dir.mkdir(parents=True)
     trace = run_dir / "trace.json"
     wrapped = [python, "-m", "tutor.diagnose.profiled", str(trace), *(["--marked"] if marked else []), "--", *rest]
@@ -55,14 +58,16 @@ def diagnose_command(ws: Workspace, command: list[str], kernels: bool = False, m
                          "With --marked, wrap each step in torch.profiler.record_function(\"infprof:iter\"); "
                          "without it, the whole command is one window.") from e
     values = {**metrics.values, **host_time(trace)}
+    notes = []
     if kernels:
         if on_event:
-            on_event({"type": "stage", "stage": "profiling", "detail": "its first kernels under Nsight Compute"})
-        values.update(_kernel_values(python, rest, run_dir, timeout_s))
-    whole = [] if marked else [
+            on_event({"type": "stage", "stage": "profiling", "detail": "its heaviest kernels under Nsight Compute"})
+        kernel_values, notes = _kernel_values(python, rest, run_dir, timeout_s, heaviest_kernels(metrics.kernels))
+        values.update(kernel_values)
+    whole = notes + ([] if marked else [
         "This profile is the whole command, its start-up included (CUDA's set-up, first calls, compiles, weights "
         "made): a host-bound start can hide the steady state. Wrap each step in torch.profiler.record_function("
-        "\"infprof:iter\") and run with --marked to diagnose the steps alone."]
+        "\"infprof:iter\") and run with --marked to diagnose the steps alone."])
     return _kept(ws, " ".join(command), Profile(values, metrics.kernels), run_dir, trace, whole)
 
 
@@ -121,16 +126,38 @@ def _run(cmd: list[str], log: Path, timeout_s: float, under: str) -> None:
         raise TutorError(f"Your command failed under {under} (exit status {done.returncode}).", advice, tail)
 
 
-def _kernel_values(python: str, rest: list[str], run_dir: Path, timeout_s: float) -> dict[str, float]:
+def heaviest_kernels(kernels: list[dict], count: int = HEAVIEST) -> list[str]:
+    """The `count` kernels that took the most GPU time in the torch profile, as names ncu can match (the last part
+    of each short name, which a demangled name holds whole)."""
+    ranked = sorted(kernels, key=lambda k: -(k.get("total_us") or 0.0))
+    return list(dict.fromkeys(k["name"].split("::")[-1] for k in ranked if k.get("name")))[:count]
+
+
+def kernel_filter(names: list[str]) -> list[str]:
+    """ncu's options that profile only kernels whose demangled name holds one of `names`."""
+    return ["--kernel-name-base", "demangled", "--kernel-name", "regex:" + "|".join(map(re.escape, names))]
+
+
+def _kernel_values(python: str, rest: list[str], run_dir: Path, timeout_s: float,
+                   heaviest: list[str]) -> tuple[dict[str, float], list[str]]:
+    """Nsight Compute's figures of the command's heaviest kernels (its first ones where none of those matched), and
+    a note of which it profiled."""
     from tutor.profilers import ncu
 
     found = ncu.find_usable_ncu()  # not installed, or counters kept for admins: an EnvironmentProblem that says so
-    report = run_dir / "kernels"
-    _run([*ncu.profile_command(found, report, KERNELS, only_range=None), python, *rest], run_dir / "ncu.log",
-         timeout_s, "Nsight Compute")
-    csv = run_dir / "kernels.csv"
-    ncu.export_csv(found, report.with_suffix(".ncu-rep"), csv)
-    return ncu.extract(csv).values
+    report, csv = run_dir / "kernels", run_dir / "kernels.csv"
+    for names in ([heaviest] if heaviest else []) + [[]]:
+        _run([*ncu.profile_command(found, report, KERNELS, only_range=None), *(kernel_filter(names) if names else []),
+              python, *rest], run_dir / "ncu.log", timeout_s, "Nsight Compute")
+        try:
+            ncu.export_csv(found, report.with_suffix(".ncu-rep"), csv)
+        except TutorError:
+            continue  # no kernel matched: the first ones instead
+        which = (f"the heaviest kernels ({', '.join(names)})" if names else
+                 f"the command's first {KERNELS} kernels" + (" (none of its heaviest matched by name)" if heaviest
+                                                             else ""))
+        return ncu.extract(csv).values, [f"Nsight Compute's figures (ncu.*) describe {which}."]
+    raise TutorError("Nsight Compute profiled no kernel of your command.", f"Its output is in {run_dir / 'ncu.log'}.")
 
 
 def _read_json(path: Path) -> dict:
