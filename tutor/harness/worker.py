@@ -149,6 +149,7 @@ class Worker:
         if name == self.candidate:
             self.guard.freeze(*self._namespaces())
         self.modules[name] = load_module(Path(self.request["workloads"][name]), name, self.workload_api)
+        self._own_operators()  # its import ran learner code: the weights are made and copied with checked operators
         master = self._master_weights()  # made before the count starts: no workload's to keep
         before = self.device.allocated_bytes()
         weights = own_copy(master)
