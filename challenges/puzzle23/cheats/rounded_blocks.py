@@ -1,4 +1,4 @@
-"""Cheat by omission, though no trick: blocks rounded up to a few sizes. The allocator rounds every request to one of
+"""Cheat, though an honest-looking one: blocks rounded up to a few sizes. The allocator rounds every request to one of
 DIVISIONS sizes between two powers of two, so the blocks a prompt frees come in the sizes the next prompt asks for
 and a cached block serves it, with no torch.cuda.empty_cache(). But each block may be up to 1/DIVISIONS larger than
 asked and the segments stay cached: its reserve tracked the baseline without empty_cache()'s at 8, 16 and 32 prompts
