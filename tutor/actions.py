@@ -53,8 +53,13 @@ def code_hash(ws: Workspace, puzzle: Puzzle) -> str:
 
 
 def new_run_dir(ws: Workspace, puzzle: Puzzle, mode: str) -> Path:
+    return run_dir_named(ws, f"{puzzle.id}-{mode}")
+
+
+def run_dir_named(ws: Workspace, label: str) -> Path:
+    """A run's own folder under the workspace's runs: its time, `label`, and a suffix two runs of a second differ by."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return ws.runs_dir / f"{stamp}-{puzzle.id}-{mode}-{random.randrange(16**4):04x}"
+    return ws.runs_dir / f"{stamp}-{label}-{random.randrange(16**4):04x}"
 
 
 def _workload_paths(ws: Workspace, puzzle: Puzzle) -> dict[str, str]:

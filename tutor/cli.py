@@ -184,6 +184,7 @@ def cmd_grade(args) -> int:
     from tutor.catalog import get_puzzle
     from tutor.grading.answer import unreadable_answer
     from tutor.cli_views import answer_view, verdict_view
+    from tutor.progress import Progress
     from tutor.stage_clock import StageClock
     from tutor.workspace import require_workspace
 
@@ -197,8 +198,6 @@ def cmd_grade(args) -> int:
     console.print(verdict_view(verdict, brief=("diagnosis",) if unreadable else ()))
     if unreadable:
         console.print(answer_view(unreadable))
-    from tutor.progress import Progress
-
     _print_tiers_here(Progress(ws.db_path), p)
     for line in stages.account():  # a long grade: where its time went, and what the next one skips
         err_console.print(line, highlight=False)

@@ -72,8 +72,8 @@ def _v4(db: sqlite_utils.Database) -> None:
 
 def _v5(db: sqlite_utils.Database) -> None:
     # `infprof-tutor diagnose` on the learner's own workloads: what was run, and the ranked report.
-    db["workload_diagnoses"].create({"id": int, "created_at": float, "target": str, "ranked_json": str,
-                                     "report_json": str, "run_dir": str}, pk="id")
+    db["workload_diagnoses"].create({"id": int, "created_at": float, "target": str, "report_json": str,
+                                     "run_dir": str}, pk="id")
 
 
 MIGRATIONS = [_v1, _v2, _v3, _v4, _v5]  # append only: index i brings the schema to version i + 1
@@ -188,9 +188,7 @@ class Progress:
     def record_workload_diagnosis(self, target: str, report: dict, run_dir: Path) -> None:
         with self.db.conn:
             self.db["workload_diagnoses"].insert({
-                "created_at": time.time(), "target": target, "run_dir": str(run_dir),
-                "ranked_json": json.dumps([f["bottleneck"] for f in report["findings"]]),
-                "report_json": json.dumps(report)})
+                "created_at": time.time(), "target": target, "run_dir": str(run_dir), "report_json": json.dumps(report)})
 
     def workload_diagnoses(self, limit: int = 20) -> list[dict]:
         """The learner's `diagnose` runs, newest first: each with its target and report."""

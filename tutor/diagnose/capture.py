@@ -7,16 +7,16 @@ kept in the progress db with the run's folder.
 
 from __future__ import annotations
 
+import json
 import os
-import random
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tutor.diagnose.host_time import host_time
+from tutor.actions import run_dir_named
+from tutor.diagnose.host_time import host_time, host_time_of
 from tutor.diagnose.report import Diagnosis, diagnose
 from tutor.diagnose.rules import Profile
 from tutor.errors import TutorError
@@ -43,7 +43,7 @@ def diagnose_command(ws: Workspace, command: list[str], kernels: bool = False, m
     python, rest = _python_command(command)
     if on_event:
         on_event({"type": "stage", "stage": "profiling", "detail": "your command under the PyTorch profiler"})
-    run_dir = ws.runs_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-diagnose-{random.randrange(16**4):04x}"
+    run_dir = run_dir_named(ws, "diagnose")
     run_dir.mkdir(parents=True)
     trace = run_dir / "trace.json"
     wrapped = [python, "-m", "tutor.diagnose.profiled", str(trace), *(["--marked"] if marked else []), "--", *rest]
@@ -78,9 +78,7 @@ def diagnose_workload(ws: Workspace, puzzle_id: str, which: str, on_event=None) 
     from tutor.catalog import get_puzzle
 
     outcome = actions.profile(ws, get_puzzle(puzzle_id), which, on_event)
-    values = dict(outcome.metrics.values)
-    if outcome.trace_path.name.endswith((".json", ".json.gz")):
-        values.update(host_time(outcome.trace_path))
+    values = {**outcome.metrics.values, **host_time_of(outcome.trace_path)}
     return _kept(ws, f"{puzzle_id} ({which})", Profile(values, outcome.metrics.kernels), outcome.run_dir,
                  outcome.trace_path)
 
@@ -161,8 +159,6 @@ def _kernel_values(python: str, rest: list[str], run_dir: Path, timeout_s: float
 
 
 def _read_json(path: Path) -> dict:
-    import json
-
     return json.loads(path.read_text()) if path.is_file() else {}
 
 

@@ -23,6 +23,12 @@ ALLOC_APIS = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "cudaMallocAs
               "cuMemCreate", "cuMemMap", "cuMemUnmap", "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree")
 # Operators that move data between processes on the host (gloo's TCP, c10d's calls around it).
 HOST_COMM = ("gloo:", "c10d::", "nccl:")
+TRACE_SUFFIXES = (".json", ".json.gz")  # a torch trace; another profiler's file (an ncu CSV) has no host row
+
+
+def host_time_of(path: Path) -> dict[str, float]:
+    """`host_time` of a torch trace; nothing for another profiler's file."""
+    return host_time(path) if path.name.endswith(TRACE_SUFFIXES) and path.is_file() else {}
 
 
 def host_time(trace_path: Path) -> dict[str, float]:
@@ -34,8 +40,7 @@ def host_time(trace_path: Path) -> dict[str, float]:
     # The thread that calls forward(): other threads' operators (a compiler's, a data loader's) overlap its time.
     ranges = events[(events["cat"] == "user_annotation") & (events["name"] == torch_trace.ITER_RANGE)]
     caller = events["tid"].isin(ranges["tid"].unique())
-    named = events["name"].astype(str)
-    comm_named = named.str.startswith(HOST_COMM)
+    comm_named = events["name"].astype(str).str.startswith(HOST_COMM)
     spans = events[caller & ((events["cat"] == "cpu_op") | ((events["cat"] == "user_annotation") & comm_named))]
     spans = spans[iteration_of(spans["ts"], starts, ends) >= 0]
     top = spans[torch_trace._top_level(spans)] if not spans.empty else spans
@@ -46,7 +51,7 @@ def host_time(trace_path: Path) -> dict[str, float]:
         return float(runtime.loc[runtime["api"].isin(names), "dur"].sum()) / iterations
 
     # gloo's ranges outlast the c10d call that opens them (the send completes later): unions, not top-level sums.
-    busy, comm = _union_us(spans), _union_us(spans[spans["name"].astype(str).str.startswith(HOST_COMM)])
+    busy, comm = _union_us(spans), _union_us(spans[comm_named[spans.index]])
     # Runtime calls outside every operator (torch.cuda.empty_cache's frees, a bare synchronize) are not Python's.
     outside_runtime = _outside(runtime, top)
     return {

@@ -4,7 +4,7 @@ the host's time read from the torch trace, the torch profile's kernel table."""
 from __future__ import annotations
 
 from tutor.catalog import Puzzle
-from tutor.diagnose.host_time import host_time
+from tutor.diagnose.host_time import host_time_of
 from tutor.diagnose.rules import Profile
 from tutor.metrics import ProfileMetrics
 from tutor.profilers.registry import TIMELINE
@@ -22,6 +22,5 @@ def recorded_profile(puzzle: Puzzle) -> Profile:
         values.update(metrics.values)
         if profiler == TIMELINE:  # its kernel table, and its trace for the host's time
             kernels = metrics.kernels
-            if opened.name.endswith((".json.gz", ".json")) and opened.is_file():
-                values.update(host_time(opened))
+            values.update(host_time_of(opened))
     return Profile(values, kernels)

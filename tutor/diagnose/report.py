@@ -6,10 +6,6 @@ from dataclasses import asdict, dataclass, field
 
 from tutor.diagnose.rules import ROOFLINE_PCT, RULES, Finding, Profile
 
-KERNEL_CLASSES = ("register_spills", "atomics_contention", "bank_conflicts", "uncoalesced_access", "warp_divergence",
-                  "wave_tile_quantization", "low_occupancy", "l2_misses", "tensor_cores_idle")
-
-
 @dataclass
 class Diagnosis:
     findings: list[Finding]  # ranked, the first the most at stake

@@ -7,8 +7,8 @@ its forward could be done while the harness made the call's input, or answer fro
 harness dispatches anything in a process that learner code has run in, the table is read again, and an operator
 whose kernels changed stops the run. The operators are those the harness's own work entered (`entered`) in a dry
 run of it before learner code loaded: reading all of aten's 3,000 again cost 60 ms a check on a 2-core machine,
-these a millisecond. Meta kernels are left out: torch registers
-them lazily (torch.compile's imports do), and they never run on a real tensor.
+these a few. Meta kernels are left out: torch registers them lazily (torch.compile's imports do), and they never
+run on a real tensor.
 """
 
 from __future__ import annotations
