@@ -262,9 +262,8 @@ def test_the_ranks_replies_merge_as_one_workers():
     2 x H200 a rank's held GPU clock read up to 15 times the call's time under NCCL (puzzle13's MEASUREMENTS)."""
     from tutor.harness.lockstep import RANKS_TIMING_NOTE, merged
 
-    assert merged("time", [{"waited_ms": 1.0, "checked": []}, {"waited_ms": 3.0, "checked": []}]) == \
-        {"waited_ms": 3.0, "checked": []}
-    assert merged("time", [{"waited_ms": 1.0, "checked": []}, {"waited_ms": -1.0, "checked": []}])["waited_ms"] == -1.0
+    assert merged("warm_call", [{"waited_ms": 1.0}, {"waited_ms": 3.0}]) == {"waited_ms": 3.0}
+    assert merged("warm_call", [{"waited_ms": 1.0}, {"waited_ms": -1.0}])["waited_ms"] == -1.0
     finish = [{"samples_ms": {"mine": [1.0, 4.0]}, "gpu_samples_ms": {"mine": [0.5, 0.5]}, "host_timed": [],
                "violations": ["a"], "clocks": "rank 0's"},
               {"samples_ms": {"mine": [2.0, 3.0]}, "gpu_samples_ms": {"mine": [0.4, 0.6]}, "host_timed": ["mine"],
@@ -282,6 +281,8 @@ def test_the_ranks_replies_merge_as_one_workers():
     short = merged("run", [{"out": outs[0]}, {"out": {**outs[1], "tensor": torch.zeros(2)}}])["out"]["problem"]
     assert short.startswith("rank 1 returned (2,) torch.float32, rank 0 (3,) torch.float32: every rank returns")
     samples = [{"samples": [{**o, "shape": (3,), "dtype": "torch.float32", "whole": True}] * 2} for o in outs]
+    checked = merged("loop", [{"checked": [[7, o]]} for o in outs])["checked"]
+    assert checked[0][0] == 7 and torch.equal(checked[0][1]["tensor"], torch.tensor([[0.0] * 3, [1.0] * 3]))
     joined = merged("sampled", samples)["samples"]
     assert len(joined) == 2 and all(j["shape"] == (2, 3) and j["tensor"].shape == (2, 3) for j in joined)
     assert "the ranks made [1, 2] calls" in merged("sampled", [{"samples": samples[0]["samples"][:1]},

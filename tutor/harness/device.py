@@ -121,14 +121,13 @@ class Device:
         if self._flush is not None:
             self._flush.zero_()
 
-    def loop_ms(self, warm, make_calls, name: str) -> float:
-        """The call clock: `warm`, then the calls `make_calls` builds after it, back to back; milliseconds per call.
+    def loop_ms(self, make_calls, name: str) -> float:
+        """The call clock: the calls `make_calls` builds, back to back; milliseconds per call.
 
         On CUDA from an idle GPU and a cold L2, until every stream drains (tutor.harness.gpu_clock); on CPU the host's.
         """
         if self.cuda:
-            return self._clock.loop_ms(warm, make_calls, self._flush.zero_, name)
-        warm()
+            return self._clock.loop_ms(make_calls, self._flush.zero_, name)
         calls = make_calls()
         start = _clock_ns()
         for call in calls:

@@ -147,10 +147,9 @@ class GpuClock:
         clock.after_ms.append(after_ms)
         return clock.gpu_call_ms(len(clock.gpu_ms) - 1), out
 
-    def loop_ms(self, warm, make_calls, flush, name: str) -> float:
-        """The call clock: `warm`, then the calls `make_calls` builds (only now: nothing of theirs exists while `warm`
-        runs) back to back from an idle GPU and a cold L2, until the whole device drains; milliseconds per call."""
-        warm()
+    def loop_ms(self, make_calls, flush, name: str) -> float:
+        """The call clock: the calls `make_calls` builds, back to back from an idle GPU and a cold L2, until the whole
+        device drains; milliseconds per call."""
         calls = make_calls()
         flush()
         _device_sync()

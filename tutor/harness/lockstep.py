@@ -20,7 +20,7 @@ import random
 import secrets
 import signal
 import time
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -62,6 +62,10 @@ class Side:
     @property
     def pids(self) -> list[int]:
         return [self.pid]
+
+    def thawed(self):
+        """A stretch of asks (a round of one workload, a replay's steps): the ruler is never frozen."""
+        return nullcontext()
 
     def close(self) -> None:
         self.conn.close()
@@ -130,8 +134,11 @@ class RankedSide:
         return list(self.group.pids)
 
     def ask(self, op: str, **fields) -> dict:
-        # Lined up before each timed round, so a rank's time holds its own work and its collectives' waits.
-        return merged(op, self.group.ask(op, aligned=op == "time", **fields))
+        # Lined up before each timed ask, so a rank's time holds its own work and its collectives' waits.
+        return merged(op, self.group.ask(op, aligned=op in TIMED_OPS, **fields))
+
+    def thawed(self):
+        return nullcontext()
 
     def close(self) -> None:
         self.group.stop()
@@ -146,16 +153,22 @@ class RankedCandidate(RankedSide):
 
     def __init__(self, role: str, group, names: list[str], trusted: frozenset[int]):
         super().__init__(role, group, names)
-        self.trusted = trusted
+        self.trusted, self.held = trusted, False
 
     def ask(self, op: str, **fields) -> dict:
+        if self.held:
+            return super().ask(op, **fields)
         processes.thaw(self.pid, self.trusted)
         try:
             return super().ask(op, **fields)
         finally:
             processes.freeze(self.pid, self.trusted)
 
+    thawed = Candidate.thawed
 
+
+# The asks that time calls (tutor.harness.worker.Worker.loop and gpu_call).
+TIMED_OPS = ("loop", "gpu_call")
 RANKS_TIMING_NOTE = ("one call's time across GPUs is the slowest rank's; no GPU time is reported, since a "
                      "collective's kernel on one GPU also waits for the other ranks")
 
@@ -170,11 +183,12 @@ def merged(op: str, replies: list[dict]) -> dict:
         if len(counts) > 1:  # the same round on every rank: a rank that returned early is a different round
             return {"samples": [{"problem": f"the ranks made {sorted(counts)} calls in one round"}] * max(counts)}
         return {"samples": [shards.joined(list(outs)) for outs in zip(*(r["samples"] for r in replies))]}
-    if op == "time":
+    if op == "warm_call":
         waited = [r["waited_ms"] for r in replies]
-        checked = [[calls[0][0], shards.joined([out for _, out in calls])]
-                   for calls in zip(*(r["checked"] for r in replies))]
-        return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited), "checked": checked}
+        return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited)}
+    if op in TIMED_OPS:
+        return {**first, "checked": [[calls[0][0], shards.joined([out for _, out in calls])]
+                                     for calls in zip(*(r["checked"] for r in replies))]}
     if op != "finish":
         return first
     result = dict(first)
@@ -388,12 +402,12 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         order = names[:]
         _order.shuffle(order)
         # Fresh inputs every round, drawn now: no output can be memoised per input. The first feeds the untimed
-        # warm call, the rest the call clock's loop, and on CUDA the last the GPU clock's (tutor.harness.worker.Worker.time).
+        # warm call, the rest the call clock's loop, and on CUDA the last the GPU clock's (time_round).
         calls = 1 + _order.randint(*loop_calls) + (request["device"] == "cuda")
         seeds = [secrets.randbelow(2**62) for _ in range(calls)]
         mine, ref = [], {}
         for name in order:
-            reply = sides[name].ask("time", name=name, seeds=seeds, keep=name in (candidate, oracle))
+            reply = time_round(sides[name], name, seeds, keep=name in (candidate, oracle), cuda=request["device"] == "cuda")
             if observed:
                 observed.observe(sides[name].role, sides[name].pids)
             if reply["waited_ms"] < 0:
@@ -419,6 +433,19 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),
                                  "concerns": gpu_environment.concerns(before, after, {*ruler.pids, *learner.pids})}
     return result
+
+
+def time_round(side, name: str, seeds: list[int], keep: bool, cuda: bool) -> dict:
+    """One round of `name` on the inputs `seeds` make: the untimed warm call, the call clock's loop, and on CUDA the
+    GPU clock's call (tutor.harness.worker.Worker). Each ask carries its own seeds and is sent once the one before
+    returned: while a call runs, no later call's seed exists in the workload's process. Thawed for the three, so
+    that the warm call's warmth reaches the loop; the ruler is idle meanwhile."""
+    with side.thawed():
+        waited = side.ask("warm_call", name=name, seed=seeds[0])["waited_ms"]
+        checked = side.ask("loop", name=name, seeds=seeds[1:-1] if cuda else seeds[1:], keep=keep)["checked"]
+        if cuda:
+            checked += side.ask("gpu_call", name=name, seed=seeds[-1], keep=keep)["checked"]
+    return {"waited_ms": waited, "checked": checked}
 
 
 def every_call_checked(request: dict, seeds: list[int], learner, ruler, whole: dict) -> list[dict]:

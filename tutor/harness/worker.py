@@ -230,53 +230,56 @@ class Worker:
                                "the caller keeps (a fresh tensor each call, not a buffer it fills again)"}
         return out
 
-    def time(self, name: str, seeds: list[int], keep: bool) -> dict:
-        """One round of `name` on the inputs `seeds` make, each made only once the call before it returned.
-
-        An untimed call on the first warms the host (tutor.harness.gpu_clock); the call clock's calls back to back
-        on the rest, all but the last on CUDA, where the GPU clock's call takes the last. Every call's output is
-        kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after; with `keep`,
-        the last two outputs whole too, by their seeds (the number of calls changes each round), where not too
-        large to copy (call_checks.read_whole).
-        """
+    # A round of `name`, in three asks, each sent once the one before returned, with only its own seeds: nothing of a
+    # later call (its input, or the seed it is made from) exists in the process while an earlier one runs.
+    def warm_call(self, name: str, seed: int) -> dict:
+        """The round's untimed first call, on the input `seed` makes: it warms the host (tutor.harness.gpu_clock).
+        A comparator first waits out GPU work the learner's process left running."""
         waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
-        loop_seeds, single = (seeds[1:-1], seeds[-1]) if self.device.cuda else (seeds[1:], None)
-        kept = self.kept[name] = []  # every workload timed alike; only the candidate's and the oracle's are read
-        last = []
+        self.kept[name] = []  # every workload timed alike; only the candidate's and the oracle's are read
+        x = self._input(seed)
+        self.kept[name].append(call_checks.Kept(self.forward(name, x)))
+        return {"waited_ms": waited if waited is not None else -1.0}
+
+    def loop(self, name: str, seeds: list[int], keep: bool) -> dict:
+        """The call clock's calls back to back on the inputs `seeds` make (tutor.harness.device.Device.loop_ms).
+        Every output is kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after;
+        with `keep`, the last one whole too, by its seed, where not too large to copy (call_checks.read_whole)."""
+        kept, last = self.kept[name], []
 
         def call(x):
             out = self.forward(name, x)
             kept.append(call_checks.Kept(out))
             return out
 
-        def last_call(x):
-            last.append(call(x))
-
-        def warm():
-            call(self._input(seeds[0]))
-
-        def loop_calls():  # made after the warm call returned: nothing it leaves answers the loop's
-            inputs = self._inputs(loop_seeds)
+        def loop_calls():
+            inputs = self._inputs(seeds)
             self._harness_holds(inputs)
-            return [lambda x=x: call(x) for x in inputs[:-1]] + [lambda x=inputs[-1]: last_call(x)]
+            return [lambda x=x: call(x) for x in inputs[:-1]] + [lambda x=inputs[-1]: last.append(call(x))]
 
-        ms = self.device.loop_ms(warm, loop_calls, name)
-        self.samples[name].append(ms)  # the call clock's sample
-        self._own_operators()  # the loop's calls ran: the output read and the next input made with checked operators
-        checked = call_checks.read_whole(loop_seeds[-1], last.pop()) if keep else []
+        self.samples[name].append(self.device.loop_ms(loop_calls, name))  # the call clock's sample
+        self._own_operators()  # the loop's calls ran: the output read with checked operators
+        checked = call_checks.read_whole(seeds[-1], last.pop()) if keep else []
         self._verify()
-        if single is not None:
-            x = self._inputs([single], checked=True)[0]  # made after the loop ended: no call of it could work ahead
-            _, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
-            kept.append(call_checks.Kept(out))  # after the events: read whole below, nothing overwrites it
-            if keep:
-                self._own_operators()
-                checked += call_checks.read_whole(single, out)
-            del out
-            self._verify()
+        if not keep and not self.device.cuda:  # the round's last ask on CPU
+            del self.kept[name]
+        return {"checked": checked}
+
+    def gpu_call(self, name: str, seed: int, keep: bool) -> dict:
+        """The GPU clock's call (CUDA only), on the input `seed` makes, timed alone from a cold L2; its output kept
+        and, with `keep`, read whole."""
+        x = self._input(seed)
+        _, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
+        self.kept[name].append(call_checks.Kept(out))  # after the events: read whole below, nothing overwrites it
+        checked = []
+        if keep:
+            self._own_operators()
+            checked = call_checks.read_whole(seed, out)
+        del out
+        self._verify()
         if not keep:
             del self.kept[name]
-        return {"waited_ms": waited if waited is not None else -1.0, "checked": checked}
+        return {"checked": checked}
 
     def sampled(self, name: str, seed: int) -> dict:
         """Every output `name`'s last round kept, in call order, at the places `seed` draws: the coordinator sends
@@ -456,8 +459,8 @@ QUIET_LIMIT_S = 5.0
 # How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
 # returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
 HOST_OUTPUT_HOLD_MS = 300.0
-OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "time", "sampled", "judge",
-              "open_server", "submit", "step", "close_server", "finish", "rewind")
+OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "warm_call", "loop", "gpu_call", "sampled",
+              "judge", "open_server", "submit", "step", "close_server", "finish", "rewind")
 
 
 def _same(now: torch.Tensor, then: torch.Tensor) -> bool:

