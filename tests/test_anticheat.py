@@ -660,17 +660,30 @@ def test_a_kernel_registered_for_an_aten_operator_stops_the_run(workspace, grade
     assert "aten::add.Tensor (CPU: registered at" in info.value.message and "mylib::" in info.value.message
 
 
-def test_a_mode_entered_for_good_stops_the_run_and_one_in_a_with_block_is_welcome(workspace, grade_as_mine):
+# Entered at import for every call to come: the harness's inputs would be made under it too. A torch function mode
+# sees every torch function the harness calls (the seed's generator, the input) and changes no dispatch key.
+FUNCTION_MODE = """
+from torch.overrides import TorchFunctionMode
+
+class Sees(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["torch.inference_mode()", "Sees()"], ids=["inference_mode", "function_mode"])
+def test_a_mode_entered_for_good_stops_the_run_and_one_in_a_with_block_is_welcome(workspace, grade_as_mine, mode):
     with pytest.raises(RunFailed) as info:
-        grade_as_mine(workspace, SOLVE + """
-import torch
-_mode = torch.inference_mode()
-_mode.__enter__()  # for every call to come: the harness's inputs are made under it too
+        grade_as_mine(workspace, SOLVE + "\nimport torch\n" + FUNCTION_MODE + f"""
+_mode = {mode}
+_mode.__enter__()
 
 def forward(state, x):
     return solve(state, x)
 """)
-    assert info.value.kind == "tampered" and "inference_mode or autocast entered and not left" in info.value.message
+    assert info.value.kind == "tampered" and "TorchFunctionMode entered and not left" in info.value.message
+    if mode != "Sees()":
+        return
     verdict = grade_as_mine(workspace, SOLVE + """
 import torch
 

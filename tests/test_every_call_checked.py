@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tutor.harness.call_checks import REUSED, WHOLE_LIMIT, read_whole
+from tutor.harness.call_checks import REUSED, STILL_WRITTEN, WHOLE_LIMIT, read_whole
 from tutor.runner import run_harness
 
 SPEC = """
@@ -72,6 +72,37 @@ def test_an_output_too_large_to_copy_each_round_is_compared_at_its_samples_alone
     assert whole[0][0] == 7 and torch.equal(whole[0][1]["tensor"], torch.arange(6.0))
     assert read_whole(7, torch.zeros(1).expand(WHOLE_LIMIT + 1)) == []  # no memory of its own: expanded
     assert read_whole(7, [1.0])[0][1]["problem"].startswith("forward() returned list")  # still named for what it is
+
+
+def test_an_output_is_kept_in_the_clock_without_a_single_aten_operator():
+    """Kept runs right after learner code, before any check of the dispatcher's table: an aten operator there would
+    run whatever the call left registered. Its early read of a host output is raw bytes (raw_copy), the same values
+    indexing reads after the clock; a mode a call left entered, which would see even the tensor's methods, stops the run
+    (the worker asks after every call)."""
+    from torch.overrides import TorchFunctionMode
+    from torch.profiler import ProfilerActivity, profile
+
+    from tutor.harness.call_checks import Kept, refuse_modes_left_entered
+    from tutor.harness.loading import HarnessFailure
+
+    out = torch.randn(300, 7).to(torch.bfloat16)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        kept = Kept(out)
+    assert [e.name for e in prof.events() if e.name.startswith("aten::")] == [] and kept.early is not None
+    places = torch.tensor(kept.early.places)
+    assert torch.equal(kept.early.tensor(), out.view(-1)[places])
+    assert kept.sample(3)["tensor"].numel() == min(out.numel(), 16384)
+    out.view(-1)[places[0]] += 1  # written after it returned: seen as still being written
+    assert kept.sample(3) == {"problem": STILL_WRITTEN}
+
+    class Sees(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Sees(), pytest.raises(HarnessFailure) as info:
+        refuse_modes_left_entered()
+    assert info.value.kind == "tampered"
+    refuse_modes_left_entered()  # none left: nothing to say
 
 
 def test_calls_back_to_back_that_skip_their_work_are_caught(make_request, tmp_path):

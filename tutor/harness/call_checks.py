@@ -6,7 +6,9 @@ A round's calls are all checked, the untimed warm call included, so no call is w
   returned lands after the copy), a host tensor kept as it is (it is the caller's to keep through the
   round: a buffer a later call fills again reads the later call's answer, and fails) with a few of its
   values read at once, at places drawn only then, so a copy still landing after forward() returned is
-  seen as its caller would see it;
+  seen as its caller would see it. Neither runs an aten operator (tutor.harness.raw_copy): the call may have
+  left a kernel of its own registered for one, which the check of the table before the harness's next work
+  (tutor.harness.dispatch_table) finds, but only after it ran;
 - after the clock, the coordinator draws a seed and every kept output is sampled at the places it
   makes, the oracle's at the same places (tutor.harness.checks.compare). The places are drawn after
   every call returned, so no workload can compute only those.
@@ -15,11 +17,11 @@ Both sides pay the same: one copy launched a call, or a few hundred values read 
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from tutor.harness import wire
+from tutor.harness.loading import HarnessFailure
+from tutor.harness.raw_copy import DeviceCopy, HostBytes
 
 STILL_WRITTEN = ("the output was still being written after forward() returned: wait for its copies (an event's or "
                  "a stream's synchronize()) before returning it, as the caller reads it at once")
@@ -33,10 +35,23 @@ def _places(numel: int, count: int, seed: int) -> torch.Tensor:
     return torch.randint(numel, (count,), generator=torch.Generator().manual_seed(seed))
 
 
+_function_modes = torch._C._len_torch_function_stack
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
+def refuse_modes_left_entered() -> None:
+    """After every call: a torch function or dispatch mode it entered and did not leave would see every method the
+    harness calls on its output next (its data_ptr, its strides), so the run stops, as for any change to what the
+    harness's work runs. Two reads of a stack's length: free beside a call."""
+    if _function_modes() or _dispatch_modes():
+        raise HarnessFailure("tampered", "Your forward() returned with a torch function or dispatch mode still "
+                             "entered: the harness's own work on its output would run your code. Enter modes in a "
+                             "with block inside forward().")
+
+
 class Kept:
     """One call's output as the harness keeps it until the round is checked."""
 
-    _draw = torch.Generator()  # seeded anew from the OS for each host output: nothing in the process knew the places
 
     def __init__(self, out):
         self.problem, self.tensor, self.early = "", None, None
@@ -44,21 +59,25 @@ class Kept:
             what = "a tensor subclass, not a plain torch.Tensor" if isinstance(out, torch.Tensor) else "not a tensor"
             self.problem = f"forward() returned {type(out).__name__}, {what}"
             return
+        # In the clock, after learner code ran (and no mode left entered: refuse_modes_left_entered): no aten operator
+        # (tutor.harness.raw_copy).
         self.cuda = out.is_cuda
         self.strides = wire.strides(out)
-        self.tensor = out.clone() if self.cuda else out
+        self._copy = DeviceCopy(out) if self.cuda else None
+        self.tensor = None if self.cuda else out
         if not self.cuda and self.strides is None and out.numel():
-            places = torch.randint(out.numel(), (EARLY,),
-                                   generator=self._draw.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1))
-            self.early = (places, out.view(-1)[places])
+            self.early = HostBytes(out, EARLY)
 
     def sample(self, seed: int) -> dict:
-        """The output at the places `seed` draws, with what shows its structure; or what it is instead."""
+        """The output at the places `seed` draws, with what shows its structure; or what it is instead. After the
+        clock, with checked operators."""
         if self.problem:
             return {"problem": self.problem}
+        if self._copy is not None:
+            self.tensor, self._copy = self._copy.tensor(), None
         if self.early is not None:
-            places, then = self.early
-            if not torch.equal(self.tensor.view(-1)[places], then) and torch.isfinite(then).all():
+            then = self.early.tensor()
+            if not torch.equal(self.tensor.view(-1)[torch.tensor(self.early.places)], then) and torch.isfinite(then).all():
                 return {"problem": STILL_WRITTEN}
         return sampled(self.tensor, seed, cuda=self.cuda, strides=self.strides)
 

@@ -63,8 +63,11 @@ def aten_kernels(overloads: list[str]) -> dict[str, frozenset[str]]:
 
 
 def dispatch_keys_in_force() -> str:
-    """The dispatch keys this thread adds or leaves out of every call (inference mode's, a mode left entered)."""
-    return f"{torch._C._dispatch_tls_local_include_set()} {torch._C._dispatch_tls_local_exclude_set()}"
+    """The dispatch keys this thread adds or leaves out of every call (inference mode's, a dispatch mode left
+    entered), and how many torch function modes are entered: one of those sees every torch function the harness
+    calls, and changes no dispatch key."""
+    return (f"{torch._C._dispatch_tls_local_include_set()} {torch._C._dispatch_tls_local_exclude_set()}, "
+            f"{torch._C._len_torch_function_stack()} torch function mode(s)")
 
 
 class DispatchTable:
@@ -78,8 +81,9 @@ class DispatchTable:
 
     def changed(self) -> list[str]:
         found = [] if dispatch_keys_in_force() == self._keys else [
-            "the dispatch keys in force for every call (a mode such as inference_mode or autocast entered and not "
-            f"left: {dispatch_keys_in_force()}, where they were {self._keys})"]
+            "the dispatch keys and torch function modes in force for every call (a mode such as inference_mode, "
+            f"autocast or a TorchFunctionMode entered and not left: {dispatch_keys_in_force()}, where they were "
+            f"{self._keys})"]
         for name, lines in aten_kernels(self._overloads).items():
             before = self._before[name]
             if lines == before:

@@ -380,8 +380,11 @@ class Worker:
 
     def forward(self, name: str, x):
         if self.side is not None and not self.device.cuda:  # every workload's calls alike, the ruler's too
-            return self.side.call(call_workload, f"{name}.forward()", self.modules[name].forward, self.states[name], x)
-        return call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
+            out = self.side.call(call_workload, f"{name}.forward()", self.modules[name].forward, self.states[name], x)
+        else:
+            out = call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
+        call_checks.refuse_modes_left_entered()
+        return out
 
     def _input(self, seed: int):
         return self._inputs([seed])[0]
