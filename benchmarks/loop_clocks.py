@@ -9,7 +9,10 @@ Each round, on fresh seeds, in a fresh random order of (workload, clock), 6 call
   is left out of the clock: on the timed stream the span from its last call's end to the input's arrival,
   and where that stream was idle as the window opened, the whole device drained first (counted);
 - from idle: each input made in the loop with the device drained before and after: every call timed alone,
-  from an idle GPU, until the device drains.
+  from an idle GPU, until the device drains;
+- held each: each input made in the loop, then the call timed as the GPU clock times one (tutor.harness.gpu_clock:
+  the GPU held while the host enqueues it, events around it, what ran past its end event added) and charged the
+  longer of that GPU time and the host's time in the call: a loop whose host and GPU overlap perfectly.
 Every clock flushes L2 before its first call, keeps each output as a grade does (tutor.harness.call_checks) and
 checks the harness's dispatch table for the input's operators before each input, as a grade must once learner
 code has run. Prints each workload's per-call median under each clock, and each workload's speed-up over the
@@ -29,10 +32,11 @@ import torch
 from tutor.catalog import get_puzzle
 from tutor.harness.call_checks import Kept
 from tutor.harness.dispatch_table import DispatchTable, entered
+from tutor.harness.gpu_clock import ESCAPE_MIN_MS, GpuClock
 from tutor.harness.loading import load_module
 
 CALLS = 6
-CLOCKS = ("made before", "windows out", "from idle")
+CLOCKS = ("made before", "windows out", "from idle", "held each")
 _sync = torch._C._cuda_synchronize
 _now = time.perf_counter_ns
 
@@ -63,6 +67,8 @@ class Bench:
         l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
         self.flush = torch.empty(max(2 * l2, 64 * 2**20), dtype=torch.uint8, device="cuda")
         self.making = torch.cuda.Stream()
+        from tutor.harness.hold import GpuHold
+        self.clock = GpuClock(GpuHold())
         self.drain_ms = statistics.median(self._drain() for _ in range(31))
         warm = getattr(self.spec, "warmup_inputs", None)
         for name, (forward, state) in self.workloads.items():
@@ -137,6 +143,20 @@ class Bench:
         return total / len(seeds)
 
 
+    def held_each(self, name: str, seeds: list[int]) -> float:
+        forward, state = self.workloads[name]
+        if name not in self.clock.clocks:  # held or idle, and the hold's length, as a grade decides them
+            self.clock.calibrate(name, [lambda s=s: forward(state, self.make(s)) for s in range(800, 807)])
+        clock, kept, total = self.clock.clocks[name], [], 0.0
+        self.flush.zero_()
+        for seed in seeds:
+            x = self.make(seed)
+            out, gpu_ms, host_ms, after_ms = self.clock._run(lambda: forward(state, x), clock.held, clock.hold_ms)
+            kept.append(Kept(out))
+            total += max(gpu_ms + (after_ms if after_ms > ESCAPE_MIN_MS else 0.0), host_ms)
+        return total / len(seeds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("puzzle")
@@ -146,7 +166,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     bench = Bench(args.puzzle, args.names)
-    clock_of = {"made before": bench.made_before, "windows out": bench.windows_out, "from idle": bench.from_idle}
+    clock_of = {"made before": bench.made_before, "windows out": bench.windows_out, "from idle": bench.from_idle,
+                "held each": bench.held_each}
     ms = {(n, c): [] for n in args.names for c in CLOCKS}
     for _ in range(args.rounds):
         seeds = [random.randrange(2**62) for _ in range(CALLS)]
