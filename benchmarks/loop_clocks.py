@@ -37,7 +37,7 @@ from tutor.harness.loading import load_module
 
 CALLS = 6
 CLOCKS = ("made before", "windows out", "from idle", "held each")
-_sync = torch._C._cuda_synchronize
+_sync = getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize)
 _now = time.perf_counter_ns
 
 
