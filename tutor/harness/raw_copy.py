@@ -55,14 +55,19 @@ class DeviceCopy:
         """The copy as a tensor of the output's shape, dtype and strides: after the clock, with checked operators."""
         out = torch.empty(self.nbytes, dtype=torch.uint8, device="cuda")
         if self.nbytes:
-            status = _memcpy()(out.data_ptr(), self.ptr, self.nbytes, torch.cuda.current_stream().cuda_stream)
+            stream = torch.cuda.current_stream()
+            status = _memcpy()(out.data_ptr(), self.ptr, self.nbytes, stream.cuda_stream)
             if status:
                 raise RuntimeError(f"cuMemcpyDtoDAsync failed with CUDA error {status}")
+            stream.synchronize()  # read before the block goes back to the allocator, whatever stream it came from
         return out.view(self.dtype).as_strided(self.shape, self.stride)
 
     def __del__(self):
         if self.ptr and _raw_delete is not None:
-            _raw_delete(self.ptr)
+            try:
+                _raw_delete(self.ptr)
+            except Exception:  # CUDA already torn down as the process ends: nothing left to free
+                pass
 
 
 class HostBytes:
