@@ -377,3 +377,22 @@ def test_gpu_a_host_output_still_being_written_in_calls_back_to_back_is_caught(t
     late = [c for c in result["timed_checks"] if "still being written" in c.get("problem", "")]
     print("still being written:", len(late), "of", len(result["timed_checks"]))
     assert all(c["ok_structure"] for c in result["checks"]) and len(late) >= 6
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "expanded", "offset", "empty"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_gpu_an_output_kept_by_the_drivers_copy_reads_as_it_was_returned(layout, dtype):
+    """tutor.harness.raw_copy.DeviceCopy: the bytes the output spans, copied on the caller's stream by the driver,
+    read back after the clock with the output's shape, strides and values, whatever a later call writes there."""
+    from tutor.harness.raw_copy import DeviceCopy
+
+    base = (torch.randn(64, 48, device="cuda") * 100).to(dtype)
+    out = {"contiguous": base, "transposed": base.t(), "expanded": base[:1].expand(5, 48),
+           "offset": base[3:9, 5:], "empty": base[:0]}[layout]
+    then, strides = out.clone(), out.stride()
+    copy = DeviceCopy(out)
+    base.zero_()  # a later call writing into the same buffer, as a graph's static output is
+    kept = copy.tensor()
+    assert kept.shape == then.shape and kept.stride() == strides and kept.dtype == then.dtype
+    assert torch.equal(kept, then)
