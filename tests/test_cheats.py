@@ -106,7 +106,10 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
     recorded = json.loads((Path(__file__).parent / "fixtures" / "cheats_puzzle4_2026-11-27.json").read_text())
     grades = recorded["grades"]
     puzzle = get_puzzle("puzzle4")
-    assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")}
+    # Owed a GPU grade: the warm call that reads the round's seeds (issue 76), refused on the CPU by
+    # tests/test_every_call_checked.py's test_the_warm_call_finds_no_seed_of_the_calls_after_it.
+    owed = {"cheats/finds_the_rounds_seeds"}
+    assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")} - owed
     assert all(sum(g["which"] == w for g in grades) >= 3 for w in {g["which"] for g in grades})
     for grade in grades:
         [correctness] = [r for r in grade["refused_by"] if r.startswith("correctness:")]

@@ -1,0 +1,88 @@
+"""Cheat, a round's future read during its untimed call (issue 76): in the warm call it looks for the round's seeds in
+the harness's frames and in every list the process holds (inputs are a pure function of their seed, and the spec is
+loaded in the same process), rebuilds each input they make, decodes them all as one batch, and answers the round's
+timed calls from that table. Where every seed of a round was a local of the harness while the warm call ran, a cheat
+of this class read gold at 24.0x on an H100, against the reference's 4.8x. Must get: no tier (each ask of a round
+carries only its own seeds, sent once the one before returned: nothing to find, so it decodes at the baseline's
+speed)."""
+
+import gc
+import sys
+
+import torch
+
+STEPS, EOS, MEMORY, HIDDEN = 96, 0, 256, 512
+table: dict[str, torch.Tensor] = {}
+
+
+def prepare(weights: dict, device: str):
+    return weights
+
+
+def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
+    mixed = memory @ w["mix"]
+    h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
+    h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
+    tokens = (h @ w["out"].T).argmax(dim=-1)
+    memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
+    return tokens, memory @ w["gate"], memory
+
+
+def decode(w: dict, prompts: torch.Tensor, batch: int) -> torch.Tensor:
+    """The baseline's decode of several calls' prompts at once, each call's scores zero past the step its own
+    batch of `batch` sequences ended at, as the baseline leaves them."""
+    memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
+    for j in range(prompts.shape[1] - 1):
+        _, _, memory = step(w, prompts[:, j], memory)
+    tokens = prompts[:, -1]
+    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
+    ended = torch.zeros(prompts.shape[0] // batch, STEPS, dtype=torch.bool, device=prompts.device)
+    for i in range(STEPS):
+        tokens, out[:, i], memory = step(w, tokens, memory)
+        ended[:, i] = (tokens == EOS).view(-1, batch).all(dim=1)
+        if ended[:, i].all():
+            break
+    after_end = (ended.cumsum(dim=1) - ended.int()) > 0  # steps after the one each call's batch ended at
+    return out.masked_fill(after_end.repeat_interleave(batch, dim=0), 0.0)
+
+
+def seeds_in(value) -> list[int]:
+    values = value if isinstance(value, (list, tuple)) and len(value) < 64 else [value]
+    return [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 2**20]
+
+
+def in_warm_call() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name in ("warm", "warm_call"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def found_seeds() -> set[int]:
+    found, frame = set(), sys._getframe(2)
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            found.update(seeds_in(value))
+        frame = frame.f_back
+    for o in gc.get_objects():
+        if type(o) is list:
+            found.update(seeds_in(o))
+    return found
+
+
+def key(prompts: torch.Tensor) -> str:
+    return repr(prompts[:, :4].tolist())
+
+
+def forward(w: dict, prompts: torch.Tensor) -> torch.Tensor:
+    spec = sys.modules.get("infprof_spec")
+    if spec is not None and in_warm_call():
+        made = [spec.make_input(s, str(prompts.device)) for s in found_seeds()]
+        made = [p for p in made if key(p) != key(prompts)]
+        if made:  # every later call of the round, decoded as one batch
+            outs = decode(w, torch.cat(made), prompts.shape[0]).split(prompts.shape[0])
+            table.update({key(p): o for p, o in zip(made, outs)})
+    out = table.pop(key(prompts), None)
+    return out if out is not None else decode(w, prompts, prompts.shape[0])
