@@ -44,9 +44,12 @@ def refuse_modes_left_entered() -> None:
     harness calls on its output next (its data_ptr, its strides), so the run stops, as for any change to what the
     harness's work runs. Two reads of a stack's length: free beside a call."""
     if _function_modes() or _dispatch_modes():
-        raise HarnessFailure("tampered", "Your forward() returned with a torch function or dispatch mode still "
-                             "entered: the harness's own work on its output would run your code. Enter modes in a "
-                             "with block inside forward().")
+        from tutor.harness.dispatch_table import function_modes
+
+        named = "; ".join(function_modes()) or "a dispatch mode"
+        raise HarnessFailure("tampered", f"Your forward() returned with a mode still entered ({named}): the "
+                             "harness's own work on its output would run your code. Enter modes in a with block "
+                             "inside forward().")
 
 
 class Kept:

@@ -64,10 +64,21 @@ def aten_kernels(overloads: list[str]) -> dict[str, frozenset[str]]:
 
 def dispatch_keys_in_force() -> str:
     """The dispatch keys this thread adds or leaves out of every call (inference mode's, a dispatch mode left
-    entered), and how many torch function modes are entered: one of those sees every torch function the harness
-    calls, and changes no dispatch key."""
+    entered), and the torch function modes entered: one of those sees every torch function the harness calls, and
+    changes no dispatch key."""
     return (f"{torch._C._dispatch_tls_local_include_set()} {torch._C._dispatch_tls_local_exclude_set()}, "
-            f"{torch._C._len_torch_function_stack()} torch function mode(s)")
+            f"torch function modes {function_modes()}")
+
+
+def function_modes() -> list[str]:
+    """The torch function modes entered on this thread, by name; torch.set_default_device() enters one for good."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    return [DEFAULT_DEVICE if type(m).__name__ == "DeviceContext" else type(m).__name__
+            for m in _get_current_function_mode_stack()]
+
+
+DEFAULT_DEVICE = "DeviceContext, which torch.set_default_device() enters for good (pass device= instead)"
 
 
 class DispatchTable:
