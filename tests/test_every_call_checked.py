@@ -135,8 +135,9 @@ def forward(state, x):
 
 
 def test_no_untimed_call_finds_the_inputs_of_the_calls_timed_after_it(make_request, tmp_path):
-    # In the warm call (told from the frames, not from a clock, so no machine load decides it) it finds every input-shaped tensor alive and works out its answer,
-    # to serve it later in no time. Each input is made only once the call before it returned: nothing to find.
+    # In the warm call (told from the frames, not from a clock, so no machine load decides it) it finds every
+    # input-shaped tensor alive and works out its answer, to serve it later in no time. Each input is made only once
+    # the ask before it returned: nothing to find.
     served = tmp_path / "served"
     result = checked(make_request, tmp_path, f"""
         import gc, sys, torch

@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from tutor.harness import wire
+from tutor.harness.dispatch_table import function_modes
 from tutor.harness.loading import HarnessFailure
 from tutor.harness.raw_copy import DeviceCopy, HostBytes
 
@@ -44,8 +45,6 @@ def refuse_modes_left_entered() -> None:
     harness calls on its output next (its data_ptr, its strides), so the run stops, as for any change to what the
     harness's work runs. Two reads of a stack's length: free beside a call."""
     if _function_modes() or _dispatch_modes():
-        from tutor.harness.dispatch_table import function_modes
-
         named = "; ".join(function_modes()) or "a dispatch mode"
         raise HarnessFailure("tampered", f"Your forward() returned with a mode still entered ({named}): the "
                              "harness's own work on its output would run your code. Enter modes in a with block "
@@ -54,7 +53,6 @@ def refuse_modes_left_entered() -> None:
 
 class Kept:
     """One call's output as the harness keeps it until the round is checked."""
-
 
     def __init__(self, out):
         self.problem, self.tensor, self.early = "", None, None
@@ -79,8 +77,8 @@ class Kept:
         if self._copy is not None:
             self.tensor, self._copy = self._copy.tensor(), None
         if self.early is not None:
-            then = self.early.tensor()
-            if not torch.equal(self.tensor.view(-1)[torch.tensor(self.early.places)], then) and torch.isfinite(then).all():
+            then, places = self.early.tensor(), torch.tensor(self.early.places)
+            if not torch.equal(self.tensor.view(-1)[places], then) and torch.isfinite(then).all():
                 return {"problem": STILL_WRITTEN}
         return sampled(self.tensor, seed, cuda=self.cuda, strides=self.strides)
 

@@ -14,6 +14,7 @@ run on a real tensor.
 from __future__ import annotations
 
 import torch
+from torch.overrides import _get_current_function_mode_stack
 
 IGNORED_KEYS = ("Meta:",)
 
@@ -72,8 +73,6 @@ def dispatch_keys_in_force() -> str:
 
 def function_modes() -> list[str]:
     """The torch function modes entered on this thread, by name; torch.set_default_device() enters one for good."""
-    from torch.overrides import _get_current_function_mode_stack
-
     return [DEFAULT_DEVICE if type(m).__name__ == "DeviceContext" else type(m).__name__
             for m in _get_current_function_mode_stack()]
 

@@ -405,9 +405,9 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         # warm call, the rest the call clock's loop, and on CUDA the last the GPU clock's (time_round).
         calls = 1 + _order.randint(*loop_calls) + (request["device"] == "cuda")
         seeds = [secrets.randbelow(2**62) for _ in range(calls)]
-        mine, ref = [], {}
+        mine, ref, cuda = [], {}, request["device"] == "cuda"
         for name in order:
-            reply = time_round(sides[name], name, seeds, keep=name in (candidate, oracle), cuda=request["device"] == "cuda")
+            reply = time_round(sides[name], name, seeds, keep=name in (candidate, oracle), cuda=cuda)
             if observed:
                 observed.observe(sides[name].role, sides[name].pids)
             if reply["waited_ms"] < 0:

@@ -462,8 +462,8 @@ QUIET_LIMIT_S = 5.0
 # How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
 # returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
 HOST_OUTPUT_HOLD_MS = 300.0
-OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "warm_call", "loop", "gpu_call", "sampled",
-              "judge", "open_server", "submit", "step", "close_server", "finish", "rewind")
+OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "warm_call", "loop", "gpu_call",
+              "sampled", "judge", "open_server", "submit", "step", "close_server", "finish", "rewind")
 
 
 def _same(now: torch.Tensor, then: torch.Tensor) -> bool:
