@@ -83,9 +83,11 @@ def test_marked_steps_alone_are_the_window(in_workspace, tmp_path, capsys):
     assert main(["diagnose", "--marked", "--", sys.executable, str(script)]) == 0
     marked = capsys.readouterr().out
     assert "cpu.ops_per_iter = 2,000:" in marked and "its start-up included" not in marked
+    assert " a step (" in marked and " of the run (" not in marked  # what the time at stake is a share of
     script.write_text(TINY_OPS)
     assert main(["diagnose", "--", sys.executable, str(script)]) == 0
-    assert "its start-up included" in capsys.readouterr().out.replace("\n", " ")
+    whole = capsys.readouterr().out.replace("\n", " ")
+    assert "its start-up included" in whole and " of the run (" in whole and " a call (" not in whole
 
 
 def test_kernels_targets_the_heaviest_kernels_and_falls_back_to_the_first_ones(in_workspace, tmp_path, capsys,

@@ -68,7 +68,8 @@ def diagnose_command(ws: Workspace, command: list[str], kernels: bool = False, m
         "This profile is the whole command, its start-up included (CUDA's set-up, first calls, compiles, weights "
         "made): a host-bound start can hide the steady state. Wrap each step in torch.profiler.record_function("
         "\"infprof:iter\") and run with --marked to diagnose the steps alone."])
-    return _kept(ws, " ".join(command), Profile(values, metrics.kernels), run_dir, trace, whole)
+    profile = Profile(values, metrics.kernels, per="a step" if marked else "of the run")
+    return _kept(ws, " ".join(command), profile, run_dir, trace, whole)
 
 
 def diagnose_workload(ws: Workspace, puzzle_id: str, which: str, on_event=None) -> Diagnosed:

@@ -62,6 +62,7 @@ class Profile:
 
     values: dict[str, float]
     kernels: list[dict] = field(default_factory=list)
+    per: str = "a call"  # what a share is of: a call, or the run when the whole command was one window
 
     def get(self, name: str, default: float = 0.0) -> float:
         v = self.values.get(name)
@@ -106,7 +107,7 @@ class Profile:
 
 def _time(p: Profile, us: float) -> str:
     spent = f"{us / 1e6:.3g} s" if us >= 1e6 else f"{us / 1000:.3g} ms"
-    return f"{spent} a call ({p.gpu_share(us):.0%})"
+    return f"{spent} {p.per} ({p.gpu_share(us):.0%})"
 
 
 def _finding(p: Profile, bottleneck: str, us: float, evidence: list[Evidence], where: str, **kw) -> Finding:
@@ -125,7 +126,7 @@ def cpu_overhead(p: Profile) -> Finding | None:
         ops, call = p.get("cpu.ops_per_iter"), p.get("cpu.time_per_iter_us")
         if ops >= 1000 and call > 0 and call / ops <= 50:
             us = min(call, ops * DISPATCH_US)
-            return Finding("cpu_overhead", us / call, f"{us / 1000:.3g} ms a call ({us / call:.0%}), at "
+            return Finding("cpu_overhead", us / call, f"{us / 1000:.3g} ms {p.per} ({us / call:.0%}), at "
                            f"{DISPATCH_US:g} us of dispatch an operator", [
                                _ev(p, "cpu.ops_per_iter", "1000 operator calls a call or more"),
                                Evidence("cpu.us_per_op", call / ops, "50 us an operator or less: dispatch, not math")],
