@@ -94,6 +94,14 @@ def test_an_output_is_kept_in_the_clock_without_a_single_aten_operator():
     assert kept.sample(3)["tensor"].numel() == min(out.numel(), 16384)
     out.view(-1)[places[0]] += 1  # written after it returned: seen as still being written
     assert kept.sample(3) == {"problem": STILL_WRITTEN}
+    # A buffer filled with NaN before the copy that fills it is launched: NaN when read, numbers once it landed. A
+    # check that let NaN be (NaN equals nothing) let such an output through; its bits changed, and that counts.
+    pending = torch.full((300, 7), float("nan"), dtype=torch.bfloat16)
+    early = Kept(pending)
+    pending.copy_(out)
+    assert early.sample(3) == {"problem": STILL_WRITTEN}
+    unchanged = torch.full((300, 7), float("nan"))
+    assert Kept(unchanged).sample(3)["tensor"].isnan().all()  # NaN that stays NaN: its own check fails it
 
     class Sees(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):

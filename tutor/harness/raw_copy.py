@@ -74,11 +74,20 @@ class HostBytes:
     """`count` elements of a contiguous host tensor, at places drawn from the OS only now, read as raw bytes."""
 
     def __init__(self, t: torch.Tensor, count: int):
-        self.dtype, size = t.dtype, t.element_size()
+        self.dtype = t.dtype
         _draw.seed(int.from_bytes(os.urandom(8), "little"))
         self.places = [_draw.randrange(t.numel()) for _ in range(count)]
+        self.values = self._read(t)
+
+    def _read(self, t: torch.Tensor) -> bytes:
+        size = t.element_size()
         memory = memoryview((ctypes.c_char * (t.numel() * size)).from_address(t.data_ptr()))
-        self.values = b"".join(memory[p * size:(p + 1) * size] for p in self.places)
+        return b"".join(memory[p * size:(p + 1) * size] for p in self.places)
+
+    def changed(self, t: torch.Tensor) -> bool:
+        """Whether `t` holds other bits at the places than it did when read: compared as bits, so a value that was
+        NaN (memory a copy had not reached yet) and is a number now counts as changed."""
+        return self._read(t) != self.values
 
     def tensor(self) -> torch.Tensor:
         """The values read, as a tensor of the output's dtype: after the clock, with checked operators."""
