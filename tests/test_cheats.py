@@ -57,13 +57,15 @@ def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_
                "workloads": {"baseline": str(paths["baseline.py"]),
                              "mine": str(paths["cheats/skips_calls_back_to_back.py"])},
                "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-               "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 1, "rounds": 4}}
+               "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 1, "rounds": 8}}
     result = run_harness(request, tmp_path / "run", 300).result
     assert all(c["ok_structure"] and c["rel_l2"] == 0.0 for c in result["checks"])
     wrong = [c for c in result["timed_checks"] if not c["ok_structure"] or c["rel_l2"] > 0]
     print(len(wrong), "of", len(result["timed_checks"]), "timed outputs wrong")
     # Which calls its host clock takes for back to back depends on the machine's load (4 of 13 here with 4 test
-    # processes on 2 cores, 3 with 6): that some are, and each is caught, does not.
+    # processes on 2 cores, 3 with 6): that some are, and each is caught, does not. The loop's first call follows
+    # the warm call's ask after a pause, so a round of one loop call has none: 8 rounds of 1-3 calls leave that to
+    # all eight drawing one, (1/3)^8.
     assert wrong and all(c["rel_l2"] == 1.0 for c in wrong)
 
 

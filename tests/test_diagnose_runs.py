@@ -59,9 +59,19 @@ def test_a_command_that_fails_says_so_with_its_output(in_workspace, tmp_path, ca
 
 @pytest.mark.usefixtures("small_catalog")
 def test_a_workload_in_the_puzzle_contract_is_diagnosed_through_its_puzzles_profile(in_workspace, capsys):
+    """puzzle0's baseline, profiled as the puzzle profiles it: thousands of operators a call. Whether each is fast
+    enough to be dispatch rather than math (cpu.us_per_op, 50 us at most) is the machine's to say under load (a
+    loaded 2-core CI read more once), so the report is held to the rule on the numbers its own profile read."""
+    from tutor.metrics import ProfileMetrics
+
     assert main(["diagnose", "--puzzle", "puzzle0", "--which", "baseline"]) == 0
-    assert "1. cpu_overhead, at stake:" in capsys.readouterr().out
-    assert Progress(in_workspace.db_path).workload_diagnoses()[0]["target"] == "puzzle0 (baseline)"
+    out = capsys.readouterr().out
+    [kept] = Progress(in_workspace.db_path).workload_diagnoses()
+    assert kept["target"] == "puzzle0 (baseline)"
+    values = ProfileMetrics.from_json((Path(kept["run_dir"]) / "metrics.json").read_text()).values
+    ops, call_us = values["cpu.ops_per_iter"], values["cpu.time_per_iter_us"]
+    assert ops >= 1000
+    assert ("1. cpu_overhead, at stake:" in out) == (call_us / ops <= 50), (ops, call_us, out)
 
 
 def test_kernels_without_nsight_compute_says_what_to_do(in_workspace, tmp_path, capsys, monkeypatch):

@@ -63,7 +63,7 @@ def wrong_per_round(result: dict) -> tuple[int, int]:
 def test_an_honest_workload_passes_every_call(make_request, tmp_path):
     result = checked(make_request, tmp_path, BASELINE)
     assert all(map(right, result["checks"])) and wrong_per_round(result)[0] == 0
-    # The warm call, 1-3 calls back to back and the last of them whole again: 3-5 checks a round.
+    # The warm call, 1-3 calls back to back, and one of them drawn after the round whole again: 3-5 checks a round.
     assert 3 * ROUNDS <= len(result["timed_checks"]) <= 5 * ROUNDS
 
 
@@ -127,7 +127,9 @@ def test_calls_back_to_back_that_skip_their_work_are_caught(make_request, tmp_pa
             return out
     """)
     wrong, _ = wrong_per_round(result)
-    assert wrong >= ROUNDS  # the first call after the warm call, at least, in every round
+    # Every loop call after the first, in rounds of two or three (the loop's first follows the warm call's ask, a
+    # pause on a loaded machine): none only if all 12 rounds drew one call, (1/3)^12.
+    assert wrong >= 1
 
 
 def test_calls_told_unchecked_by_the_callers_frames_are_caught(make_request, tmp_path):

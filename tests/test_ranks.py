@@ -280,13 +280,15 @@ def test_the_ranks_replies_merge_as_one_workers():
     assert said == {"problem": "rank 1: forward() returned int, not a tensor"}
     short = merged("run", [{"out": outs[0]}, {"out": {**outs[1], "tensor": torch.zeros(2)}}])["out"]["problem"]
     assert short.startswith("rank 1 returned (2,) torch.float32, rank 0 (3,) torch.float32: every rank returns")
-    samples = [{"samples": [{**o, "shape": (3,), "dtype": "torch.float32", "whole": True}] * 2} for o in outs]
-    checked = merged("loop", [{"checked": [[7, o]]} for o in outs])["checked"]
-    assert checked[0][0] == 7 and torch.equal(checked[0][1]["tensor"], torch.tensor([[0.0] * 3, [1.0] * 3]))
-    joined = merged("sampled", samples)["samples"]
-    assert len(joined) == 2 and all(j["shape"] == (2, 3) and j["tensor"].shape == (2, 3) for j in joined)
-    assert "the ranks made [1, 2] calls" in merged("sampled", [{"samples": samples[0]["samples"][:1]},
-                                                               samples[1]])["samples"][0]["problem"]
+    samples = [{"samples": [{**o, "shape": (3,), "dtype": "torch.float32", "whole": True}] * 2, "whole": o}
+               for o in outs]
+    joined = merged("sampled", samples)
+    assert len(joined["samples"]) == 2 and all(j["shape"] == (2, 3) and j["tensor"].shape == (2, 3)
+                                               for j in joined["samples"])
+    assert torch.equal(joined["whole"]["tensor"], torch.tensor([[0.0] * 3, [1.0] * 3]))  # the drawn call, whole
+    assert merged("sampled", [samples[0], {**samples[1], "whole": None}])["whole"] is None  # too large on a rank
+    uneven = merged("sampled", [{"samples": samples[0]["samples"][:1], "whole": outs[0]}, samples[1]])
+    assert "the ranks made [1, 2] calls" in uneven["samples"][0]["problem"] and "problem" in uneven["whole"]
 
 
 def test_a_rank_that_returns_a_wrong_output_is_caught_though_rank_0s_is_right(make_request, tmp_path):

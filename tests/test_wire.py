@@ -211,6 +211,9 @@ def test_a_serving_replays_steps_keep_torchs_encoding_both_ways(op, as_json):
             asked.append(data)
             theirs.send_bytes(data)
 
+        def poll(self, timeout=0.0):
+            return theirs.poll(timeout)
+
     side = Side("ruler", os.getpid(), ours, ["baseline"])
     worker = threading.Thread(target=serve, args=(Recording(), {}, ["baseline"], None))
     with mock.patch("tutor.harness.worker.answer", lambda worker, message: {}), \

@@ -57,8 +57,8 @@ def speedups_vs(samples_ms: dict[str, list[float]], candidate: str = "mine") -> 
 
 # An output checked at sampled values (tutor.harness.call_checks: a large output of a round's other calls) is held
 # to 1.5 times the limit: 16384 values estimate the whole output's error within a few percent (an honest output
-# near the limit must not fail on the draw), and work skipped reads errors near 1; the last two calls of every
-# round, and the checked inputs, are compared whole at the exact limit.
+# near the limit must not fail on the draw), and work skipped reads errors near 1; one call of every
+# round, drawn after it, and the checked inputs are compared whole at the exact limit.
 SAMPLED_SLACK = 1.5
 
 

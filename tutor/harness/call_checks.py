@@ -89,9 +89,9 @@ def sampled(tensor: torch.Tensor, seed: int, cuda: bool, strides=None) -> dict:
             "strides": strides, "whole": tensor.numel() <= SAMPLED}
 
 
-# A round's last two outputs of the candidate and the oracle also travel to the coordinator whole, to be compared
-# whole; past this many values only their samples are compared, as every other call's are (the untimed checks stay
-# whole). Copying and comparing four 133 MB outputs a round cost puzzle22's 40 rounds about a minute on the H100,
+# One output of each round, drawn after the round, of the candidate and the oracle also travels to the coordinator
+# whole, to be compared whole; past this many values only its samples are compared, as every other call's are (the
+# untimed checks stay whole). Copying and comparing four 133 MB outputs a round cost puzzle22's 40 rounds about a minute on the H100,
 # and samples drawn after the calls returned are no easier to answer than the whole.
 WHOLE_LIMIT = 1 << 24
 

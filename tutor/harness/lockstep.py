@@ -181,14 +181,14 @@ def merged(op: str, replies: list[dict]) -> dict:
     if op == "sampled":
         counts = {len(r["samples"]) for r in replies}
         if len(counts) > 1:  # the same round on every rank: a rank that returned early is a different round
-            return {"samples": [{"problem": f"the ranks made {sorted(counts)} calls in one round"}] * max(counts)}
-        return {"samples": [shards.joined(list(outs)) for outs in zip(*(r["samples"] for r in replies))]}
+            problem = {"problem": f"the ranks made {sorted(counts)} calls in one round"}
+            return {"samples": [problem] * max(counts), "whole": problem}
+        wholes = [r["whole"] for r in replies]
+        return {"samples": [shards.joined(list(outs)) for outs in zip(*(r["samples"] for r in replies))],
+                "whole": None if None in wholes else shards.joined(wholes)}
     if op == "warm_call":
         waited = [r["waited_ms"] for r in replies]
         return {**first, "waited_ms": -1.0 if min(waited) < 0 else max(waited)}
-    if op in TIMED_OPS:
-        return {**first, "checked": [[calls[0][0], shards.joined([out for _, out in calls])]
-                                     for calls in zip(*(r["checked"] for r in replies))]}
     if op != "finish":
         return first
     result = dict(first)
@@ -405,22 +405,14 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         # warm call, the rest the call clock's loop, and on CUDA the last the GPU clock's (time_round).
         calls = 1 + _order.randint(*loop_calls) + (request["device"] == "cuda")
         seeds = [secrets.randbelow(2**62) for _ in range(calls)]
-        mine, ref, cuda = [], {}, request["device"] == "cuda"
+        cuda = request["device"] == "cuda"
         for name in order:
-            reply = time_round(sides[name], name, seeds, keep=name in (candidate, oracle), cuda=cuda)
+            waited = time_round(sides[name], name, seeds, keep=name in (candidate, oracle), cuda=cuda)
             if observed:
                 observed.observe(sides[name].role, sides[name].pids)
-            if reply["waited_ms"] < 0:
+            if waited < 0:
                 stalled.append(name)
-            if name == candidate:
-                mine = reply["checked"]
-            elif name == oracle:
-                ref = dict(reply["checked"])
-        for seed, out in mine:  # an oracle not timed: the ruler runs it on the same input
-            if seed not in ref:
-                ref[seed] = ruler.ask("run", name=oracle, seed=seed)["out"]
-            timed_checks.append(judged(request, ruler, seed, out, ref[seed]))
-        timed_checks += every_call_checked(request, seeds, learner, ruler, ref)
+        timed_checks += every_call_checked(request, seeds, learner, ruler)
         sink.progress("timing", r + 1, rounds)
 
     after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
@@ -435,32 +427,37 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
     return result
 
 
-def time_round(side, name: str, seeds: list[int], keep: bool, cuda: bool) -> dict:
+def time_round(side, name: str, seeds: list[int], keep: bool, cuda: bool) -> float:
     """One round of `name` on the inputs `seeds` make: the untimed warm call, the call clock's loop, and on CUDA the
     GPU clock's call (tutor.harness.worker.Worker). Each ask carries its own seeds and is sent once the one before
     returned: while a call runs, no later call's seed exists in the workload's process. Thawed for the three, so
-    that the warm call's warmth reaches the loop; the ruler is idle meanwhile."""
+    that the warm call's warmth reaches the loop; the ruler is idle meanwhile. The milliseconds a comparator waited
+    for the GPU to be quiet (-1: it never was)."""
     with side.thawed():
         waited = side.ask("warm_call", name=name, seed=seeds[0])["waited_ms"]
-        checked = side.ask("loop", name=name, seeds=seeds[1:-1] if cuda else seeds[1:], keep=keep)["checked"]
+        side.ask("loop", name=name, seeds=seeds[1:-1] if cuda else seeds[1:], keep=keep)
         if cuda:
-            checked += side.ask("gpu_call", name=name, seed=seeds[-1], keep=keep)["checked"]
-    return {"waited_ms": waited, "checked": checked}
+            side.ask("gpu_call", name=name, seed=seeds[-1], keep=keep)
+    return waited
 
 
-def every_call_checked(request: dict, seeds: list[int], learner, ruler, whole: dict) -> list[dict]:
+def every_call_checked(request: dict, seeds: list[int], learner, ruler) -> list[dict]:
     """Each of the round's calls, the warm call's included, against the oracle's on the same input: at places drawn
-    now, after every call returned (tutor.harness.call_checks), so no call is worth skipping. `whole`: the oracle's
-    outputs already read whole, by seed."""
-    seed = secrets.randbelow(2**62)
-    mine = learner.ask("sampled", name=request["candidate"], seed=seed)["samples"]
+    now, after every call returned (tutor.harness.call_checks), so no call is worth skipping; and one call drawn now
+    compared whole, at the puzzle's own limit, so no call can tell that it is not the one."""
+    seed, index = secrets.randbelow(2**62), secrets.randbelow(len(seeds))
+    mine = learner.ask("sampled", name=request["candidate"], seed=seed, whole=index)
     if request["oracle"] in request["time"] and request["oracle"] != request["candidate"]:
-        theirs = ruler.ask("sampled", name=request["oracle"], seed=seed)["samples"]
+        theirs = ruler.ask("sampled", name=request["oracle"], seed=seed, whole=index)
     else:  # an oracle the ruler did not time: it runs it on each input, sampled here at the same places
-        outs = [whole[s] if s in whole else ruler.ask("run", name=request["oracle"], seed=s)["out"] for s in seeds]
-        theirs = [o if "problem" in o else call_checks.sampled(o["tensor"], seed, o["cuda"], o.get("strides"))
-                  for o in outs]
-    return [judged(request, ruler, s, m, t) for s, m, t in zip(seeds, mine, theirs, strict=True)]
+        outs = [ruler.ask("run", name=request["oracle"], seed=s)["out"] for s in seeds]
+        theirs = {"whole": outs[index], "samples": [
+            o if "problem" in o else call_checks.sampled(o["tensor"], seed, o["cuda"], o.get("strides")) for o in outs]}
+    checks = [judged(request, ruler, s, m, t)
+              for s, m, t in zip(seeds, mine["samples"], theirs["samples"], strict=True)]
+    if mine["whole"] is not None and theirs["whole"] is not None:
+        checks.append(judged(request, ruler, seeds[index], mine["whole"], theirs["whole"]))
+    return checks
 
 
 def judged(request: dict, ruler, seed: int, mine: dict, theirs: dict) -> dict:

@@ -244,48 +244,45 @@ class Worker:
     def loop(self, name: str, seeds: list[int], keep: bool) -> dict:
         """The call clock's calls back to back on the inputs `seeds` make (tutor.harness.device.Device.loop_ms).
         Every output is kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after;
-        with `keep`, the last one whole too, by its seed, where not too large to copy (call_checks.read_whole)."""
-        kept, last = self.kept[name], []
+        without `keep` (a workload whose outputs no check reads), dropped with the round's last ask."""
+        kept = self.kept[name]
 
         def call(x):
-            out = self.forward(name, x)
-            kept.append(call_checks.Kept(out))
-            return out
+            kept.append(call_checks.Kept(self.forward(name, x)))
 
         def loop_calls():
             inputs = self._inputs(seeds)
             self._harness_holds(inputs)
-            return [lambda x=x: call(x) for x in inputs[:-1]] + [lambda x=inputs[-1]: last.append(call(x))]
+            return [lambda x=x: call(x) for x in inputs]
 
         self.samples[name].append(self.device.loop_ms(loop_calls, name))  # the call clock's sample
-        self._own_operators()  # the loop's calls ran: the output read with checked operators
-        checked = call_checks.read_whole(seeds[-1], last.pop()) if keep else []
         self._verify()
         if not keep and not self.device.cuda:  # the round's last ask on CPU
             del self.kept[name]
-        return {"checked": checked}
+        return {}
 
     def gpu_call(self, name: str, seed: int, keep: bool) -> dict:
-        """The GPU clock's call (CUDA only), on the input `seed` makes, timed alone from a cold L2; its output kept
-        and, with `keep`, read whole."""
+        """The GPU clock's call (CUDA only), on the input `seed` makes, timed alone from a cold L2; its output kept."""
         x = self._input(seed)
         _, out = self.device.time_call_ms(lambda: self.forward(name, x), name)
-        self.kept[name].append(call_checks.Kept(out))  # after the events: read whole below, nothing overwrites it
-        checked = []
-        if keep:
-            self._own_operators()
-            checked = call_checks.read_whole(seed, out)
+        self.kept[name].append(call_checks.Kept(out))  # after the events
         del out
         self._verify()
         if not keep:
             del self.kept[name]
-        return {"checked": checked}
+        return {}
 
-    def sampled(self, name: str, seed: int) -> dict:
-        """Every output `name`'s last round kept, in call order, at the places `seed` draws: the coordinator sends
-        it only after the round, so no call could know them."""
+    def sampled(self, name: str, seed: int, whole: int) -> dict:
+        """Every output `name`'s last round kept, in call order, at the places `seed` draws, and the output of call
+        `whole` whole: the coordinator draws both only after the round, so no call could know whether or where it
+        is read (None for an output too large to copy each round: call_checks.read_whole)."""
         self._own_operators()
-        return {"samples": call_checks.samples(self.kept.pop(name, []), seed)}
+        kept = self.kept.pop(name, [])
+        samples = call_checks.samples(kept, seed)
+        if "problem" in samples[whole]:
+            return {"samples": samples, "whole": samples[whole]}
+        read = call_checks.read_whole(seed, kept[whole].tensor)
+        return {"samples": samples, "whole": read[0][1] if read else None}
 
     def judge(self, name: str, seed: int, out: dict) -> dict:
         """A path-dependent output (a greedy decode's tokens: bf16's rounding in another order may pick another of
@@ -515,12 +512,27 @@ def answer(worker: Worker, message: dict) -> dict:
     return getattr(worker, op)(**message)
 
 
+# How long a worker keeps its core busy for the next message before it sleeps on the pipe: a round's three asks
+# follow each other within this, so the loop's first call finds the host as warm as the warm call left it (a worker
+# woken from its pipe ran host-bound calls 2-6x slower: benchmarks/hold_effect.py).
+AWAKE_S = 0.002
+_now_s = time.perf_counter  # bound before any learner code loads
+
+
+def awake(conn: Connection) -> Connection:
+    """`conn` once a message is waiting on it, or AWAKE_S from now: busy until then, not asleep in the kernel."""
+    deadline = _now_s() + AWAKE_S
+    while not conn.poll(0) and _now_s() < deadline:
+        pass
+    return conn
+
+
 def serve(conn: Connection, request: dict, names: list[str], candidate: str | None) -> None:
     """The worker's loop: one operation in, one reply out, until `finish` or the coordinator hangs up."""
     worker = None
     while True:
         try:
-            message = wire.recv(conn)
+            message = wire.recv(awake(conn))
         except EOFError:
             return
         try:
