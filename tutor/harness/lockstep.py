@@ -86,12 +86,9 @@ class Side:
         return f"exited with code {os.WEXITSTATUS(status)} before it answered"
 
 
-@dataclass
-class Candidate(Side):
-    """The learner's side: thawed only while it is asked something, frozen the rest of the time."""
-
-    trusted: frozenset[int] = frozenset()  # the ruler: never frozen
-    held: bool = False  # thawed for a stretch of asks (thawed())
+class FrozenBetweenAsks:
+    """A learner's side (one process or a rank group): thawed only while it is asked something, frozen the rest of
+    the time. Needs `pid`, `trusted` (the ruler's processes: never frozen) and `held`."""
 
     def ask(self, op: str, **fields) -> dict:
         if self.held:
@@ -104,8 +101,8 @@ class Candidate(Side):
 
     @contextmanager
     def thawed(self):
-        """Thawed once for many asks (a serving replay's steps), so no step pays for a thaw and a freeze; the
-        ruler is idle meanwhile. Frozen again after."""
+        """Thawed once for many asks (a round of one workload, a serving replay's steps), so no ask pays for a thaw
+        and a freeze; the ruler is idle meanwhile. Frozen again after."""
         processes.thaw(self.pid, self.trusted)
         self.held = True
         try:
@@ -113,6 +110,14 @@ class Candidate(Side):
         finally:
             self.held = False
             processes.freeze(self.pid, self.trusted)
+
+
+@dataclass
+class Candidate(FrozenBetweenAsks, Side):
+    """The learner's side: one process."""
+
+    trusted: frozenset[int] = frozenset()  # the ruler: never frozen
+    held: bool = False  # thawed for a stretch of asks (thawed())
 
 
 class RankedSide:
@@ -144,27 +149,13 @@ class RankedSide:
         self.group.stop()
 
 
-class RankedCandidate(RankedSide):
-    """The learner's ranks: thawed only while they are asked something, frozen the rest of the time.
-
-    One call on rank 0 reaches every rank: processes.learner_side takes each untrusted child of the
-    coordinator (every learner rank; the ruler's are trusted) and all they started.
-    """
+class RankedCandidate(FrozenBetweenAsks, RankedSide):
+    """The learner's ranks. One thaw or freeze of rank 0 reaches every rank: processes.learner_side takes each
+    untrusted child of the coordinator (every learner rank; the ruler's are trusted) and all they started."""
 
     def __init__(self, role: str, group, names: list[str], trusted: frozenset[int]):
         super().__init__(role, group, names)
         self.trusted, self.held = trusted, False
-
-    def ask(self, op: str, **fields) -> dict:
-        if self.held:
-            return super().ask(op, **fields)
-        processes.thaw(self.pid, self.trusted)
-        try:
-            return super().ask(op, **fields)
-        finally:
-            processes.freeze(self.pid, self.trusted)
-
-    thawed = Candidate.thawed
 
 
 # The asks that time calls (tutor.harness.worker.Worker.loop and gpu_call).
@@ -392,8 +383,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
     budget_s, least = request["timing"].get("budget_s"), request["timing"].get("min_rounds", rounds)
     # A quick check's loops may be shorter (tutor.quick_check): fewer calls a round, each still checked.
     loop_calls = tuple(request["timing"].get("loop_calls") or LOOP_CALLS[request["device"]])
-    timed_checks, stalled = [], []
-    before = gpu_environment.snapshot() if request["device"] == "cuda" else {}
+    timed_checks, stalled, cuda = [], [], request["device"] == "cuda"
+    before = gpu_environment.snapshot() if cuda else {}
     sink.stage("timing", f"{rounds} interleaved rounds")
     started = time.monotonic()
     for r in range(rounds):
@@ -403,9 +394,8 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         _order.shuffle(order)
         # Fresh inputs every round, drawn now: no output can be memoised per input. The first feeds the untimed
         # warm call, the rest the call clock's loop, and on CUDA the last the GPU clock's (time_round).
-        calls = 1 + _order.randint(*loop_calls) + (request["device"] == "cuda")
+        calls = 1 + _order.randint(*loop_calls) + cuda
         seeds = [secrets.randbelow(2**62) for _ in range(calls)]
-        cuda = request["device"] == "cuda"
         for name in order:
             waited = time_round(sides[name], name, seeds, keep=name in (candidate, oracle), cuda=cuda)
             if observed:
@@ -415,7 +405,7 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         timed_checks += every_call_checked(request, seeds, learner, ruler)
         sink.progress("timing", r + 1, rounds)
 
-    after = gpu_environment.snapshot() if request["device"] == "cuda" else {}
+    after = gpu_environment.snapshot() if cuda else {}
     theirs, mine = ruler.ask("finish", keep=keep_ruler), learner.ask("finish")
     result = merge(checks, timed_checks, theirs, mine, stalled)
     most = observed.report() if observed else {}

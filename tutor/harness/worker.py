@@ -386,11 +386,9 @@ class Worker:
     def _input(self, seed: int):
         return self._inputs([seed])[0]
 
-    def _inputs(self, seeds: list[int], checked: bool = False) -> list:
-        """The inputs `seeds` make, with the harness's own operators: refused if learner code changed them (unless
-        `checked`: no learner code ran since they were)."""
-        if not checked:
-            self._own_operators()
+    def _inputs(self, seeds: list[int]) -> list:
+        """The inputs `seeds` make, with the harness's own operators: refused if learner code changed them."""
+        self._own_operators()
         return [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
 
     def _own_work(self) -> None:
