@@ -172,7 +172,10 @@ TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle8_14_18_2026
 # The grades that host's time limits left owed, graded the next day on one H200 (and puzzle18's last two on the two
 # GPUs of one host, one grade per GPU): every cheat now has its three.
 TWO_GPU_OWED_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle14_18_2026-11-28.json"
-CHEATS_OWED_TWO_GPU: set[tuple[str, str]] = set()
+# Owed its GPU grades: the server that teaches itself each request's future at submit (issue 76), refused on the CPU
+# by tests/test_puzzle18.py's test_a_server_that_teaches_itself_the_future_at_submit_is_refused. The other cheats'
+# grades here were made before each token's topic was drawn.
+CHEATS_OWED_TWO_GPU: set[tuple[str, str]] = {("puzzle18", "cheats/teaches_itself_the_future")}
 
 
 def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
@@ -184,7 +187,7 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
     recorded["grades"] += json.loads(TWO_GPU_OWED_CHEATS.read_text())["grades"]
     graded = graded_three_times_but(recorded["grades"], {"puzzle8", "puzzle14", "puzzle18"}, CHEATS_OWED_TWO_GPU)
     assert graded == {(p.id, f"cheats/{path.stem}") for p, path in CHEATS
-                      if p.id in {"puzzle8", "puzzle14", "puzzle18"}}  # every one of them graded once at least
+                      if p.id in {"puzzle8", "puzzle14", "puzzle18"}} - CHEATS_OWED_TWO_GPU  # the rest once at least
     for grade in recorded["grades"]:
         puzzle, refused = get_puzzle(grade["puzzle"], drafts=True), " ".join(grade["refused_by"])
         assert grade["tier"] == "" and refused.startswith("correctness: "), grade

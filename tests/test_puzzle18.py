@@ -1,12 +1,14 @@
-"""puzzle18, the serving puzzle (issue 18): its model decides greedy tokens by wide margins and through its
-cache, a trace arrives over time with heavy-tailed lengths, every server gives every request its tokens and their
-logits on the CPU; the cheats give the right tokens and no logits, or the wrong ones (issue 37); its H100
-recording and grades read here as there.
+"""puzzle18, the serving puzzle (issue 18): its model picks each token in the topic the harness draws for it, by
+wide margins, and its logits read the cache; a trace arrives over time with heavy-tailed lengths, every server
+gives every request its tokens and their logits on the CPU; the cheats give the right tokens and no logits, or the
+wrong ones (issue 37), and a server that teaches itself the future gets it wrong (issue 76); its H100 recording
+and grades read here as there.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -20,26 +22,36 @@ P18_SERVERS = ["baseline.py", "solution/workload.py", "alternatives/small_static
                "alternatives/larger_static_batches.py", "alternatives/continuous_full_slots.py"]
 
 
-def _chain(spec, seed: int, prompt: list[int], max_new: int) -> list[int]:
+def _draws(seed: int):
+    """The draws of a test's replays: each (request, position)'s topic, the same whichever server asks first."""
+    return lambda rid, position: random.Random(hash((seed, rid, position))).randrange(8)
+
+
+def _chain(spec, seed: int, prompt: list[int], topics: list[int]) -> list[int]:
     """The tokens every server must give with the weights of `seed`: the successors of the prompt's last state,
-    in its topic."""
-    topic, state = divmod(prompt[-1] - spec.TOPICS, spec.STATES)
+    each in its drawn topic."""
+    state = (prompt[-1] - spec.TOPICS) % spec.STATES
     following, tokens = spec.successor(seed), []
-    for _ in range(max_new):
+    for topic in topics:
         state = int(following[state])
         tokens.append(spec.token(state, topic))
     return tokens
 
 
-def _decode_alone(spec, w: dict, prompt: list[int], steps: int, read_cache: bool = True, logits: list | None = None):
-    """One request decoded alone in bf16 as the servers compute a step: its tokens, and each step's lead of the
-    best logit over the next (each chosen token's logit in fp32 appended to `logits`). Without `read_cache`, head
-    0's values are zeroed: the topic is never read."""
+def _topics(draw, request) -> list[int]:
+    return [draw(request.rid, position) for position in range(request.max_new)]
+
+
+def _decode_alone(spec, w: dict, prompt: list[int], topics: list[int], read_cache: bool = True,
+                  logits: list | None = None):
+    """One request decoded alone in bf16 as the servers compute a step, each token the best of its drawn topic:
+    its tokens, and each step's lead of that best logit over the topic's next (each chosen token's logit in fp32
+    appended to `logits`). Without `read_cache`, head 0's values are zeroed: the prompt's topic is never read."""
     tokens, leads = list(prompt), []
     wv = w["wv"].clone()
     if not read_cache:
         wv[:spec.HEAD_DIM] = 0
-    for _ in range(steps):
+    for topic in topics:
         x = w["embed"][torch.tensor(tokens)]
         q = (x[-1:] @ w["wq"].T).view(1, spec.HEADS, spec.HEAD_DIM).float()
         k = (x @ w["wk"].T).view(-1, spec.HEADS, spec.HEAD_DIM).float()
@@ -47,9 +59,9 @@ def _decode_alone(spec, w: dict, prompt: list[int], steps: int, read_cache: bool
         p = (torch.einsum("qhd,thd->qht", q, k) / math.sqrt(spec.HEAD_DIM)).softmax(-1)
         attended = torch.einsum("qht,thd->qhd", p, v).reshape(1, -1).to(torch.bfloat16)
         hidden = torch.relu(x[-1:] @ w["w1"].T) @ w["w2"].T + attended @ w["wo"].T
-        top = (hidden @ w["out"].T).float()[0].topk(2)
+        top = (hidden @ w["out"].T).float()[0, spec.TOPICS:].view(spec.TOPICS, spec.STATES)[topic].topk(2)
         leads.append(float(top.values[0] - top.values[1]))
-        tokens.append(int(top.indices[0]))
+        tokens.append(spec.token(int(top.indices[0]), topic))
         if logits is not None:
             logits.append(float(hidden.float()[0] @ w["out"][tokens[-1]].float()))
     return tokens[len(prompt):], leads
@@ -58,29 +70,40 @@ def _decode_alone(spec, w: dict, prompt: list[int], steps: int, read_cache: bool
 _ALONE_LOGITS: dict[tuple, list[float]] = {}
 
 
-def _alone_logits(spec, seed: int, prompt, steps: int) -> list[float]:
+def _alone_logits(spec, seed: int, prompt, topics: list[int]) -> list[float]:
     """Each chosen token's logit as `_decode_alone` gives it with the grade's weights of `seed`, kept for the next
     server's test of the same draw: 2 of each such test's 2.8 s, the server's own replay 0.6."""
-    key = (seed, tuple(prompt), steps)
+    key = (seed, tuple(prompt), tuple(topics))
     if key not in _ALONE_LOGITS:
         logits = []
-        _decode_alone(spec, spec.make_weights(seed, "cpu"), list(prompt), steps, logits=logits)
+        _decode_alone(spec, spec.make_weights(seed, "cpu"), list(prompt), topics, logits=logits)
         _ALONE_LOGITS[key] = logits
     return _ALONE_LOGITS[key]
 
 
-def test_puzzle18_greedy_tokens_follow_the_chain_by_a_wide_margin_and_need_the_cache():
+def test_puzzle18s_tokens_follow_the_chain_in_the_drawn_topics_by_a_wide_margin_and_their_logits_need_the_cache():
     spec = puzzle_file(P18, "spec.py")
     w = spec.make_weights(1, "cpu")
     g = torch.Generator().manual_seed(3)
     for topic in range(spec.TOPICS):
         length = int(torch.randint(1, 60, (1,), generator=g))
         prompt = [topic, *(spec.token(int(s), topic) for s in torch.randint(spec.STATES, (length,), generator=g))]
-        tokens, leads = _decode_alone(spec, w, prompt, 8)
-        assert tokens == _chain(spec, 1, prompt, 8) and min(leads) > 150, (topic, leads)
-        assert tokens != _chain(spec, 4, prompt, 8)  # another grade's weights, another chain
-        _, blind = _decode_alone(spec, w, prompt, 2, read_cache=False)
-        assert max(blind) < 1  # the 8 topics' tokens of the right state tie: only the cache tells them apart
+        topics = torch.randint(spec.TOPICS, (8,), generator=g).tolist()
+        logits = []
+        tokens, leads = _decode_alone(spec, w, prompt, topics, logits=logits)
+        assert tokens == _chain(spec, 1, prompt, topics) and min(leads) > 150, (topic, leads)
+        assert tokens != _chain(spec, 4, prompt, topics)  # another grade's weights, another chain
+        # The cache: head 0 finds the prompt's topic (200 on the logit of a token in it), ...
+        blind = []
+        _decode_alone(spec, w, prompt, [topic], read_cache=False, logits=blind)
+        seen = []
+        _decode_alone(spec, w, prompt, [topic], logits=seen)
+        assert seen[0] - blind[0] > 150
+        # ... and the random heads read every topic drawn so far: another first draw moves the later logits.
+        other = []
+        _decode_alone(spec, w, prompt, [(topics[0] + 1) % spec.TOPICS, *topics[1:]], logits=other)
+        moved = relative_l2(torch.tensor(other[1:]), torch.tensor(logits[1:]))
+        assert moved > 2 * P18.correctness.max_rel_l2, (topic, moved)
 
 
 def test_puzzle18_a_trace_arrives_over_time_with_heavy_tailed_lengths():
@@ -107,15 +130,16 @@ def test_puzzle18_every_server_gives_every_request_the_chains_tokens(monkeypatch
     module = puzzle_file(P18, server_file)
     if hasattr(module, "CONTEXT"):
         monkeypatch.setattr(module, "CONTEXT", 128)  # the cache a CPU's share too: 40 + 24 positions at most
-    weights = spec.make_weights(2, "cpu")
+    weights, draw = spec.make_weights(2, "cpu"), _draws(5)
     server = module.server(module.prepare(weights, "cpu"))
-    served = serving.replay(serving.trace_of(spec.make_trace(5)), server.submit, server.step, limit_s=300)
-    chains = {s.request.rid: _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in served}
+    served = serving.replay(serving.trace_of(spec.make_trace(5)), server.submit, server.step, limit_s=300, draw=draw)
+    chains = {s.request.rid: _chain(spec, 2, list(s.request.prompt), _topics(draw, s.request)) for s in served}
     wrong = [s.request.rid for s in served if s.tokens != chains[s.request.rid]]
     assert not wrong and sum(len(s.tokens) for s in served) > 12
+    assert len({t for s in served for t in _topics(draw, s.request)}) == spec.TOPICS  # every topic drawn
     # Each token's logit as one request decoded alone gives it: batched, padded, in another order, all the same.
     given = [logit for s in served for logit in s.logits]
-    alone = [logit for s in served for logit in _alone_logits(spec, 2, s.request.prompt, s.request.max_new)]
+    alone = [logit for s in served for logit in _alone_logits(spec, 2, s.request.prompt, _topics(draw, s.request))]
     assert None not in given
     assert relative_l2(torch.tensor(given), torch.tensor(alone)) < P18.correctness.max_rel_l2 / 5
 
@@ -133,13 +157,14 @@ def test_puzzle18s_cheats_serve_every_right_token_and_are_refused_for_their_logi
     spec = puzzle_file(P18, "spec.py")
     for name, value in (("REQUESTS", 12), ("RATE", 300.0), ("PROMPT_MAX", 40), ("OUTPUT_MAX", 24)):
         monkeypatch.setattr(spec, name, value)
-    weights, trace = spec.make_weights(2, "cpu"), serving.trace_of(spec.make_trace(5))
+    weights, trace, draw = spec.make_weights(2, "cpu"), serving.trace_of(spec.make_trace(5)), _draws(5)
     replays = {}
     for name, path in (("cheat", f"cheats/{cheat}.py"), ("oracle", "baseline.py")):
         workload = puzzle_file(P18, path)
         server = workload.server(workload.prepare(weights, "cpu"))
-        replays[name] = serving.replay(trace, server.submit, server.step, limit_s=300)
-    assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), s.request.max_new) for s in replays["cheat"])
+        replays[name] = serving.replay(trace, server.submit, server.step, limit_s=300, draw=draw)
+    assert all(s.tokens == _chain(spec, 2, list(s.request.prompt), _topics(draw, s.request))
+               for s in replays["cheat"])
     result = {"requests_checked": len(trace), "mismatches": 0, "mismatched": [], "pairs": [],
               "logits": serving_rounds.logits_over([serving_rounds.logit_gap(replays["cheat"], replays["oracle"])])}
     verdict = check_serving_correctness(result, P18.correctness.max_rel_l2)
@@ -152,6 +177,47 @@ def test_puzzle18s_cheats_serve_every_right_token_and_are_refused_for_their_logi
     honest = {**result, "logits": serving_rounds.logits_over([serving_rounds.logit_gap(replays["oracle"],
                                                                                         replays["oracle"])])}
     assert check_serving_correctness(honest, P18.correctness.max_rel_l2).passed
+
+
+@pytest.mark.parametrize("follow_draws", [False, True])
+def test_a_server_that_teaches_itself_the_future_at_submit_is_refused(monkeypatch, follow_draws):
+    """Issue 76, guarantee 3: the chain of states can be read off the weights, and when the model chose each topic
+    too, a server knew every token at submit and computed all their logits in one causal pass (teacher forcing),
+    decoding nothing: every token and logit exact. Now each token's topic is drawn once the token before came
+    back: the future it teaches itself leaves the drawn topics (its tokens are wrong); taking each drawn topic as
+    it comes rights the tokens, and the logits, which attention over the drawn topics moves, stay wrong."""
+    from tutor.grading.serving import check_serving_correctness
+    from tutor.harness import serving, serving_rounds
+
+    spec = puzzle_file(P18, "spec.py")
+    for name, value in (("REQUESTS", 12), ("RATE", 300.0), ("PROMPT_MAX", 40), ("OUTPUT_MAX", 24)):
+        monkeypatch.setattr(spec, name, value)
+    weights, trace, draw = spec.make_weights(2, "cpu"), serving.trace_of(spec.make_trace(5)), _draws(5)
+    cheat, oracle = puzzle_file(P18, "cheats/teaches_itself_the_future.py"), puzzle_file(P18, "baseline.py")
+    monkeypatch.setattr(cheat, "FOLLOW_DRAWS", follow_draws)
+    replays = {}
+    for name, workload in (("cheat", cheat), ("oracle", oracle)):
+        server = workload.server(workload.prepare(weights, "cpu"))
+        replays[name] = serving.replay(trace, server.submit, server.step, limit_s=300, draw=draw)
+    mismatches = serving_rounds.differing(replays["cheat"], replays["oracle"])
+    result = {"requests_checked": len(trace), "mismatches": len(mismatches), "mismatched": mismatches[:3],
+              "pairs": [],
+              "logits": serving_rounds.logits_over([serving_rounds.logit_gap(replays["cheat"], replays["oracle"])])}
+    verdict = check_serving_correctness(result, P18.correctness.max_rel_l2)
+    print(follow_draws, len(mismatches), result["logits"]["rel_l2"], verdict.summary)
+    assert not verdict.passed
+    if follow_draws:
+        assert not mismatches and result["logits"]["rel_l2"] > 2 * P18.correctness.max_rel_l2
+    else:
+        assert len(mismatches) > len(trace) // 2
+    # With the topics the model used to choose (every draw the prompt's), the same server was exact.
+    same = lambda rid, position: next(r for r in trace if r.rid == rid).prompt[0]  # noqa: E731
+    for name, workload in (("cheat", cheat), ("oracle", oracle)):
+        server = workload.server(workload.prepare(weights, "cpu"))
+        replays[name] = serving.replay(trace, server.submit, server.step, limit_s=300, draw=same)
+    assert not serving_rounds.differing(replays["cheat"], replays["oracle"])
+    gap = serving_rounds.logits_over([serving_rounds.logit_gap(replays["cheat"], replays["oracle"])])
+    assert gap["rel_l2"] < P18.correctness.max_rel_l2 / 5
 
 
 def test_a_traces_least_flops_are_a_millisecond_of_an_h100():

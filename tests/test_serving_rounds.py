@@ -210,3 +210,30 @@ def test_where_a_puzzle_asks_for_logits_and_its_own_server_gives_none_the_puzzle
     assert result["logits"]["oracle_missing"] > 0 and result["logits"]["tokens"] == 0
     verdict = check_serving_correctness(result, 5e-3)
     assert not verdict.passed and "the puzzle is broken" in verdict.summary
+
+
+def drawn(source: str, indent: str) -> str:
+    """A toy server whose each token is its model's choice moved by the harness's draw for it."""
+    line = f"{indent}out[r[0]] = [t]\n"
+    assert line in source
+    return source.replace("    def step(self):\n", "    def step(self, draws):\n").replace(
+        line, f"{indent}t = (t + draws[r[0]]) % 64\n{line}")
+
+
+@pytest.mark.parametrize("follows_draws", [True, False])
+def test_where_a_puzzle_draws_each_token_both_servers_of_a_pair_get_the_same_draws(tmp_path, follows_draws):
+    """Issue 76: with [serving] draws, step() gets a draw for each live request's next token, made in the
+    coordinator once the token before came back: the two servers of a pair get the same ones (their tokens agree),
+    and a server that does not use them parts from the oracle."""
+    mine = drawn(CONTINUOUS, " " * 12) if follows_draws else CONTINUOUS.replace(
+        "    def step(self):\n", "    def step(self, draws):\n")
+    request = serving_request(tmp_path, mine, replays=1)
+    baseline = Path(request["workloads"]["baseline"])
+    baseline.write_text(drawn(baseline.read_text(), " " * 16))
+    request["serving"]["draws"] = 8
+    result = run_harness(request, tmp_path / "run", 240).result
+    assert result["violations"] == []
+    if follows_draws:
+        assert result["mismatches"] == 0
+    else:  # 10 requests, 1 to 40 tokens each, a draw of 0 one time in 8: each pair's requests nearly all part
+        assert result["mismatches"] >= 10

@@ -104,6 +104,9 @@ class Serving:
     # Each token comes with its logit, checked against the oracle server's within correctness.max_rel_l2: the
     # model's work beyond its tokens, which a server that reads the answer elsewhere cannot give.
     logits: bool = False
+    # Where a token is drawn as well as decided (a sampler's choice), how many values the harness's draw for each
+    # token takes: step() gets each live request's (tutor.harness.serving). 0: step() takes nothing.
+    draws: int = 0
 
 
 @dataclass(frozen=True)

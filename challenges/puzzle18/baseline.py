@@ -3,6 +3,9 @@
 It takes the requests queued when it is idle (waiting a little for the batch to fill), pads their prompts to
 the longest, and decodes the whole batch until its longest request is done. A request that finishes early
 keeps its slot, padded, to the end; one that arrives meanwhile waits for the whole batch.
+
+Each step, the harness gives step() the topic drawn for every request's next token ({rid: topic}); the model
+picks the best token of that topic.
 """
 
 import math
@@ -13,17 +16,24 @@ import torch
 BATCH = 16  # the most requests a batch takes
 FILL_WAIT_S = 0.005  # how long the oldest queued request waits for a batch to fill
 HEADS, HEAD_DIM = 8, 64
+TOPICS, STATES = 8, 511  # the vocabulary: 8 topic tokens, then each topic's 511 state tokens
 
 
 def prepare(weights: dict, device: str):
     return {**weights, "device": device}
 
 
+def pick(logits: torch.Tensor, topics: torch.Tensor) -> torch.Tensor:
+    """Each row's next token: the best of its logits [B, VOCAB] among the tokens of its drawn topic (topics [B])."""
+    rows = torch.arange(logits.shape[0], device=logits.device)
+    return TOPICS + topics * STATES + logits[:, TOPICS:].view(-1, TOPICS, STATES)[rows, topics].argmax(-1)
+
+
 def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                length: torch.Tensor, topics: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One decode step for a batch: each row's current token (its K and V are written at `length`), attention
-    over its cache, the MLP, the greedy next token and its logit (in fp32). keys/values [B, T, HEADS, HEAD_DIM];
-    length [B]."""
+    over its cache, the MLP, the next token (the best in its drawn topic) and its logit (in fp32).
+    keys/values [B, T, HEADS, HEAD_DIM]; length, topics [B]."""
     b = torch.arange(current.shape[0], device=current.device)
     x = w["embed"][current]
     keys[b, length] = (x @ w["wk"].T).view(-1, HEADS, HEAD_DIM)
@@ -34,7 +44,7 @@ def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torc
     scores = scores.masked_fill(~past[:, None, :], float("-inf"))
     attended = torch.einsum("bht,bthd->bhd", scores.softmax(-1), values.float()).reshape(x.shape[0], -1)
     hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T + attended.to(x.dtype) @ w["wo"].T
-    nxt = (hidden @ w["out"].T).argmax(-1)
+    nxt = pick(hidden @ w["out"].T, topics)
     return nxt, (hidden.float() * w["out"][nxt].float()).sum(-1)
 
 
@@ -47,11 +57,12 @@ class StaticServer:
     def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
         self.queue.append((rid, prompt, max_new, time.monotonic()))
 
-    def step(self) -> dict[int, list[tuple[int, float]]]:
+    def step(self, topics: dict[int, int]) -> dict[int, list[tuple[int, float]]]:
         if self.batch is None and not self._start_batch():
             return {}
         rids, left, current, keys, values, length = self.batch
-        nxt, logit = step_tokens(self.w, current, keys, values, length)
+        drawn = torch.tensor([topics.get(rid, 0) for rid in rids], device=self.device)  # a done row's: any
+        nxt, logit = step_tokens(self.w, current, keys, values, length, drawn)
         tokens, logits = nxt.tolist(), logit.tolist()
         out = {}
         for i, rid in enumerate(rids):

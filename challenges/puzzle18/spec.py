@@ -1,21 +1,24 @@
 """Inputs for puzzle18: a small decoder with a KV cache, and the traces of requests its servers replay.
 
-The model is built so that greedy tokens never hang on rounding, in any batch, padding or order of sums,
-and so that its KV cache matters. The vocabulary is 8 topic tokens and, for each topic, 511 state tokens. A
-request's prompt is a topic token and then states of that topic; each next token is the successor of the
-last state, in the prompt's topic (a map drawn with the weights: a grade's chain is its own, and only the
-model says what it is):
-- the MLP reads a token's state alone and its output picks the successor's state: the output projection's
-  row for (successor of s, any topic) is the MLP's output for s, so that state leads any other by hundreds
-  in its logit (as puzzle4's chain does);
-- attention head 0 scores the topic token 40 above any other position (every query carries a constant that
-  only a topic token's key answers), so its softmax leaves e^-40 elsewhere, and its value adds 200 to the
-  logits of the prompt's topic: without the cache, all 8 topics tie.
-The other 7 heads are small random ones, so attention does real work over every position, and their output moves
-each chosen token's logit by about 2%: a server returns each token with its logit, so one that skips attention, or
-reads the chain off the weights, gives the right tokens and the wrong logits (tests/test_puzzle18.py). make_trace draws
-a trace as a server meets it: Poisson arrivals, prompt and output lengths log-normal (most short, a few
-long).
+The vocabulary is 8 topic tokens and, for each topic, 511 state tokens. A request's prompt is a topic token and
+then states of that topic. Each next token is drawn as a sampler draws it: the harness draws its topic (one of
+TOPICS, uniform) once the token before it came back, and passes it to step() ({rid: topic} for every request
+being served, tutor.harness.serving); the model picks the state, its greedy best among the drawn topic's tokens.
+So no token is known before the step that makes it (issue 76): not from the weights, the prompt or the trace.
+The model is built so that its choices never hang on rounding, in any batch, padding or order of sums, and so
+that its KV cache matters:
+- the MLP reads a token's state alone and its output picks the successor's state: the output projection's row for
+  (successor of s, any topic) is the MLP's output for s, so within the drawn topic that state leads any other by
+  hundreds in its logit (a map drawn with the weights: a grade's chain of states is its own);
+- attention head 0 scores the topic token 40 above any other position (every query carries a constant that only a
+  topic token's key answers), so its softmax leaves e^-40 elsewhere, and its value adds 200 to the logit of a token
+  in the prompt's topic;
+- the other 7 heads are small random ones whose keys and values read each token's state and its topic: attention
+  does real work over every position, and what it adds to each chosen token's logit (about 2%) depends on every
+  topic drawn so far.
+A server returns each token with its logit, so one that skips attention, or reads the states off the weights and
+guesses the topics, gives wrong logits or wrong tokens (tests/test_puzzle18.py). make_trace draws a trace as a
+server meets it: Poisson arrivals, prompt and output lengths log-normal (most short, a few long).
 """
 
 import math
@@ -28,7 +31,8 @@ HIDDEN, FFN, HEADS, HEAD_DIM = 512, 2048, 8, 64
 GENERAL = HIDDEN - 16  # the dimensions the MLP reads and writes; the last 16 carry the topic
 ONE, TOPIC_KEY, GROUP = GENERAL, GENERAL + 1, GENERAL + 2  # GROUP .. GROUP + 7: which topic
 SHARPNESS = 40.0  # head 0's score for the topic token over any other: softmax leaves e^-40 elsewhere
-TOPIC_BONUS = 200.0  # the right topic's lead in the logits, once attention has found it
+TOPIC_BONUS = 200.0  # a token of the prompt's topic: its logit's lead, once attention has found the topic
+TOPIC_READ = 1.0  # the random heads' keys and values read a token's topic as strongly as its state
 _SUCCESSOR_STREAM = 1 << 30
 
 
@@ -42,6 +46,7 @@ def token(state, topic):
     return TOPICS + topic * STATES + state
 
 
+
 def make_weights(seed: int, device: str) -> dict:
     """The decoder's bf16 weights: embed [VOCAB, HIDDEN], w1/w2 (the MLP), wq/wk/wv/wo (attention), out."""
     g = torch.Generator().manual_seed(seed)
@@ -50,6 +55,7 @@ def make_weights(seed: int, device: str) -> dict:
     for t in range(TOPICS):
         embed[t, ONE] = embed[t, TOPIC_KEY] = embed[t, GROUP + t] = 1.0
         embed[token(torch.arange(STATES), t), :GENERAL] = base
+        embed[token(torch.arange(STATES), t), GROUP + t] = 1.0  # its topic, which the random heads read
     embed[TOPICS:, ONE] = 1.0
     w1 = torch.zeros(FFN, HIDDEN)
     w1[:, :GENERAL] = torch.randn(FFN, GENERAL, generator=g) * GENERAL**-0.5
@@ -62,6 +68,8 @@ def make_weights(seed: int, device: str) -> dict:
     wq[:, :GENERAL] = torch.randn(HEADS * HEAD_DIM, GENERAL, generator=g) * noise
     wk[:, :GENERAL] = torch.randn(HEADS * HEAD_DIM, GENERAL, generator=g) * noise
     wv[HEAD_DIM:, :GENERAL] = torch.randn((HEADS - 1) * HEAD_DIM, GENERAL, generator=g) * noise
+    for w in (wk, wv):  # about as much as the state's whole GENERAL part: a history's topics move every head
+        w[HEAD_DIM:, GROUP:GROUP + TOPICS] = torch.randn((HEADS - 1) * HEAD_DIM, TOPICS, generator=g) * TOPIC_READ
     sharp = math.sqrt(SHARPNESS * math.sqrt(HEAD_DIM))
     wq[0] = 0.0
     wk[0] = 0.0

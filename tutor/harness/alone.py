@@ -205,21 +205,22 @@ def profile_serving(request: dict, spec, module, state, sink: EventSink) -> dict
     from tutor.protocol import TORCH_ITER_RANGE
 
     name, limit_s = request["profile"]["workload"], request["serving"]["limit_s"]
+    drawn = request["serving"].get("draws", 0)
     steps = []
 
     def replay(trace: list, after_step=lambda: None) -> list:
         server = call_workload(f"{name}.server()", module.server, state)
 
-        def step():
+        def step(*draws):
             with record_function(TORCH_ITER_RANGE):
-                produced = step_tokens(name, server)
+                produced = step_tokens(name, server, *draws)
             after_step()
             steps.append(sum(len(t) for t in produced.values()))
             return produced
 
         submit = lambda rid, prompt, max_new: call_workload(  # noqa: E731
             f"{name}'s server.submit()", server.submit, rid, prompt, max_new)
-        return serving.replay(trace, submit, step, limit_s)
+        return serving.replay(trace, submit, step, limit_s, draw=serving.Draws(drawn) if drawn else None)
 
     sink.stage("warmup", f"{name}: one replay of a trace, unprofiled")
     replay(serving.draw_trace(spec, request["seed"] + 7))

@@ -6,6 +6,9 @@ and returns the tokens it produced, {rid: [token, ...]}, without waiting for req
 at most one token a request, as a decoder makes them (each token is the next step's input). Where the puzzle
 asks for them (its [serving] logits), each token comes as a (token, logit) pair: the logit the model gave it,
 checked against the oracle server's as the tokens are (tutor.harness.serving_rounds).
+Where the puzzle draws (its [serving] draws), step(draws) gets, for every request submitted and not done, a number
+the harness drew for its next token once the token before it came back ({rid: draw}): a sampler's choice, so a
+request's future is decided a token at a time and nothing known at submit tells a server what it will be (issue 76).
 The replay submits every request whose arrival time has passed on the harness's clock (counted from the
 replay's start), asks for a step, and stamps each token with the clock as step() returns: on a GPU the
 tokens are host integers by then, so a stamp is never earlier than the work. A request is done when it
@@ -16,6 +19,7 @@ over the time from the first arrival to the last token.
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -55,6 +59,21 @@ class Served:
         return self.first_token_s - self.request.arrival_s
 
 
+class Draws:
+    """Each (request, position)'s draw in [0, n), from the OS's entropy the first time a replay asks for it, so the
+    two replays of a pair get the same draws, and no process but the one that holds this knows one before its
+    token is due. One a pair of replays: a fresh pair, fresh draws."""
+
+    def __init__(self, n: int):
+        self.n, self.made = n, {}
+
+    def __call__(self, rid: int, position: int) -> int:
+        key = (rid, position)
+        if key not in self.made:
+            self.made[key] = secrets.randbelow(self.n)
+        return self.made[key]
+
+
 def trace_of(requests: list[dict]) -> list[Request]:
     """A spec's make_trace() as Requests: its plain dicts (rid, arrival_s, prompt, max_new) read as such."""
     return [Request(rid=int(q["rid"]), arrival_s=float(q["arrival_s"]), prompt=tuple(int(t) for t in q["prompt"]),
@@ -73,14 +92,16 @@ def least_flops(spec, trace: list[Request]) -> float | None:
 
 
 def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], None],
-           step: Callable[[], dict[int, list[int]]], limit_s: float, clock: Callable[[], float] = time.monotonic,
-           wait: Callable[[float], None] = time.sleep) -> list[Served]:
-    """Serve `trace` in real time (`clock`, `wait`: the test suite's virtual ones); every request, in rid order."""
+           step: Callable[..., dict[int, list[int]]], limit_s: float, clock: Callable[[], float] = time.monotonic,
+           wait: Callable[[float], None] = time.sleep, draw: Callable[[int, int], int] | None = None) -> list[Served]:
+    """Serve `trace` in real time (`clock`, `wait`: the test suite's virtual ones); every request, in rid order.
+    With `draw`, step() is given each live request's draw(rid, position of its next token)."""
     arrivals = sorted(trace, key=lambda r: (r.arrival_s, r.rid))
     served = {r.rid: Served(r) for r in arrivals}
     if len(served) != len(arrivals):
         raise ValueError("a trace names a request id twice")
     live: set[int] = set()
+    draws: dict[int, int] = {}  # each live request's draw for its next token
     start, nxt, steps_idle = clock(), 0, 0
     while nxt < len(arrivals) or live:
         now = clock() - start
@@ -91,11 +112,13 @@ def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], N
             r = arrivals[nxt]
             submit(r.rid, r.prompt, r.max_new)
             live.add(r.rid)
+            if draw:
+                draws[r.rid] = draw(r.rid, 0)
             nxt += 1
         if not live:  # nothing to serve until the next arrival
             wait(arrivals[nxt].arrival_s - now)
             continue
-        produced = step()
+        produced = step(dict(draws)) if draw else step()
         stamp = clock() - start
         at_once = next(((rid, len(t)) for rid, t in produced.items() if len(t) > TOKENS_A_STEP), None)
         if at_once:
@@ -104,6 +127,11 @@ def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], N
                                  "input), so a step gives each request at most one.")
         for rid, tokens in produced.items():
             _take(served, live, rid, tokens, stamp)
+            if draw and tokens:  # the next token's draw, made only now that this one came back
+                if rid in live:
+                    draws[rid] = draw(rid, len(served[rid].tokens))
+                else:
+                    draws.pop(rid, None)
         # A server may hold a step's requests back (a static batch waiting to fill): that is its policy, and
         # its latency shows it. One that produces nothing with no request still due would spin forever.
         steps_idle = 0 if produced or nxt < len(arrivals) else steps_idle + 1

@@ -53,13 +53,14 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
     for r in range(settings["replays"] + 1):
         seed = secrets.randbelow(2**62)
         trace = serving.draw_trace(spec, seed)
+        draws = serving.Draws(settings["draws"]) if settings.get("draws") else None  # the pair's, kept here
         turns = [(ruler, oracle), (learner, candidate)]
         _order.shuffle(turns)
         served = {}
         for side, name in turns:
             sink.stage("replaying", f"{WHO[side.role]}: {'warm-up replay' if r == 0 else f'replay {r}'} of "
                        f"{len(trace)} requests")
-            served[name], window = replay(side, name, trace, settings["limit_s"], stalled, watch)
+            served[name], window = replay(side, name, trace, settings["limit_s"], stalled, watch, draws)
             if r > 0 and window:
                 busy["mine" if name == candidate else "oracle"].append(window)
         checked += len(trace)
@@ -82,24 +83,26 @@ def _serve_and_compare(request: dict, sink: EventSink, ruler: Side, learner: Can
 
 
 def replay(side: Side, name: str, trace: list[serving.Request], limit_s: float, stalled: list[str],
-           watch: BusyWatch | str | None = None) -> tuple[list[serving.Served], tuple[int, int] | None]:
-    """One replay of `trace` by a fresh server of `name`, each submit and step a message to its process, and
-    its window in wall-clock microseconds (NVML's clock) when a `watch` reads how busy the GPU was; `name`
-    joins `stalled` if the GPU never went quiet before it."""
+           watch: BusyWatch | str | None = None, draws: serving.Draws | None = None
+           ) -> tuple[list[serving.Served], tuple[int, int] | None]:
+    """One replay of `trace` by a fresh server of `name`, each submit and step a message to its process (with
+    `draws`, each step carries the live requests' draws), and its window in wall-clock microseconds (NVML's
+    clock) when a `watch` reads how busy the GPU was; `name` joins `stalled` if the GPU never went quiet
+    before it."""
     if side.ask("open_server", name=name)["waited_ms"] < 0:
         stalled.append(name)
     watching = isinstance(watch, BusyWatch)
     if watching:
         watch.read()  # nothing NVML held before the window is lost to its buffer
-    step = lambda: side.ask("step", name=name)["tokens"]  # noqa: E731
+    step = lambda *drawn: side.ask("step", name=name, **({"draws": drawn[0]} if drawn else {}))["tokens"]  # noqa: E731
     with side.thawed() if isinstance(side, Candidate) else nullcontext():
         start = watch.now_us() if watching else 0
         served = serving.replay(
             trace,
             submit=lambda rid, prompt, max_new: side.ask("submit", name=name, rid=rid, prompt=list(prompt),
                                                          max_new=max_new),
-            step=(lambda: (watch.poll(), step())[1]) if watching else step,
-            limit_s=limit_s)
+            step=(lambda *drawn: (watch.poll(), step(*drawn))[1]) if watching else step,
+            limit_s=limit_s, draw=draws)
         window = (start, watch.now_us()) if watching else None
     side.ask("close_server", name=name)
     return served, window

@@ -53,10 +53,11 @@ def apis(request: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (RANKED_SPEC_API if request.get("ranks", 1) > 1 else SPEC_API), WORKLOAD_API
 
 
-def step_tokens(name: str, server) -> dict[int, list[int]]:
-    """One step of `name`'s server, its tokens as host integers: in a grade's worker and in a profile alike."""
+def step_tokens(name: str, server, draws: dict[int, int] | None = None) -> dict[int, list[int]]:
+    """One step of `name`'s server, its tokens as host integers: in a grade's worker and in a profile alike.
+    `draws`: the live requests' draws, where the puzzle draws (tutor.harness.serving)."""
     where = f"{name}'s server.step()"
-    return host_tokens(call_workload(where, server.step), where)
+    return host_tokens(call_workload(where, server.step, *(() if draws is None else (draws,))), where)
 
 
 def setup(request: dict, timing: bool, role: str) -> Device:
@@ -309,9 +310,9 @@ class Worker:
         call_workload(f"{name}'s server.submit()", self.servers[name].submit, rid, tuple(prompt), max_new)
         return {}
 
-    def step(self, name: str) -> dict:
+    def step(self, name: str, draws: dict[int, int] | None = None) -> dict:
         """One scheduling step: the tokens it produced, as host integers (the coordinator stamps them on arrival)."""
-        return {"tokens": step_tokens(name, self.servers[name])}
+        return {"tokens": step_tokens(name, self.servers[name], draws)}
 
     def close_server(self, name: str) -> dict:
         del self.servers[name]

@@ -10,17 +10,24 @@ import torch
 BATCH = 4  # the most requests a batch takes
 FILL_WAIT_S = 0.0  # a batch starts as soon as the server is idle
 HEADS, HEAD_DIM = 8, 64
+TOPICS, STATES = 8, 511  # the vocabulary: 8 topic tokens, then each topic's 511 state tokens
 
 
 def prepare(weights: dict, device: str):
     return {**weights, "device": device}
 
 
+def pick(logits: torch.Tensor, topics: torch.Tensor) -> torch.Tensor:
+    """Each row's next token: the best of its logits [B, VOCAB] among the tokens of its drawn topic (topics [B])."""
+    rows = torch.arange(logits.shape[0], device=logits.device)
+    return TOPICS + topics * STATES + logits[:, TOPICS:].view(-1, TOPICS, STATES)[rows, topics].argmax(-1)
+
+
 def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                length: torch.Tensor, topics: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One decode step for a batch: each row's current token (its K and V are written at `length`), attention
-    over its cache, the MLP, the greedy next token and its logit (in fp32). keys/values [B, T, HEADS, HEAD_DIM];
-    length [B]."""
+    over its cache, the MLP, the next token (the best in its drawn topic) and its logit (in fp32).
+    keys/values [B, T, HEADS, HEAD_DIM]; length, topics [B]."""
     b = torch.arange(current.shape[0], device=current.device)
     x = w["embed"][current]
     keys[b, length] = (x @ w["wk"].T).view(-1, HEADS, HEAD_DIM)
@@ -31,7 +38,7 @@ def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torc
     scores = scores.masked_fill(~past[:, None, :], float("-inf"))
     attended = torch.einsum("bht,bthd->bhd", scores.softmax(-1), values.float()).reshape(x.shape[0], -1)
     hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T + attended.to(x.dtype) @ w["wo"].T
-    nxt = (hidden @ w["out"].T).argmax(-1)
+    nxt = pick(hidden @ w["out"].T, topics)
     return nxt, (hidden.float() * w["out"][nxt].float()).sum(-1)
 
 
@@ -44,11 +51,12 @@ class StaticServer:
     def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
         self.queue.append((rid, prompt, max_new, time.monotonic()))
 
-    def step(self) -> dict[int, list[tuple[int, float]]]:
+    def step(self, topics: dict[int, int]) -> dict[int, list[tuple[int, float]]]:
         if self.batch is None and not self._start_batch():
             return {}
         rids, left, current, keys, values, length = self.batch
-        nxt, logit = step_tokens(self.w, current, keys, values, length)
+        drawn = torch.tensor([topics.get(rid, 0) for rid in rids], device=self.device)  # a done row's: any
+        nxt, logit = step_tokens(self.w, current, keys, values, length, drawn)
         tokens, logits = nxt.tolist(), logit.tolist()
         out = {}
         for i, rid in enumerate(rids):

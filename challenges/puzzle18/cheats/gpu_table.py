@@ -1,5 +1,5 @@
-"""Cheat, a server that does other work than the model's (issue 37): the chain read off the weights once, then
-each step one gather on the GPU for every live request's next state and one copy back. The model never runs
+"""Cheat, a server that does other work than the model's (issue 37): the chain of states read off the weights once,
+then each step one gather on the GPU for every live request's next state and one copy back. The model never runs
 after prepare(), yet NVML sees a kernel a step: the busy-time floor measures the GPU's busy time, not what its
 kernels compute. Every token is right, without the logit a token of the model comes with. Must get: refused at
 correctness (tokens without their logits)."""
@@ -22,9 +22,9 @@ class GatherServer:
         self.live = {}  # rid -> [topic, state, tokens left]
 
     def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
-        self.live[rid] = [*divmod(prompt[-1] - TOPICS, STATES), max_new]
+        self.live[rid] = [*divmod(prompt[-1] - TOPICS, STATES), max_new]  # [topic, state, left]
 
-    def step(self) -> dict[int, list[int]]:
+    def step(self, topics: dict[int, int]) -> dict[int, list[int]]:
         if not self.live:
             return {}
         rids = list(self.live)
@@ -33,7 +33,7 @@ class GatherServer:
         for rid, state in zip(rids, self.following[states].tolist()):
             entry = self.live[rid]
             entry[1], entry[2] = state, entry[2] - 1
-            out[rid] = [TOPICS + entry[0] * STATES + state]
+            out[rid] = [TOPICS + topics[rid] * STATES + state]  # the drawn topic's
             if entry[2] == 0:
                 del self.live[rid]
         return out

@@ -10,7 +10,8 @@ import math
 import torch
 
 SLOTS = 64
-TOPICS, GROUP, TOPIC_BONUS = 8, 512 - 16 + 2, 200.0  # spec.py's: the topic's one-hot dimensions, head 0's bonus
+TOPICS, STATES, GROUP, TOPIC_BONUS = 8, 511, 512 - 16 + 2, 200.0  # spec.py's: the vocabulary, the topic's
+# one-hot dimensions, head 0's bonus
 
 
 def prepare(weights: dict, device: str):
@@ -26,7 +27,7 @@ class NoCacheServer:
     def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
         self.queue.append((rid, prompt, max_new))
 
-    def step(self) -> dict[int, list[tuple[int, float]]]:
+    def step(self, drawn: dict[int, int]) -> dict[int, list[tuple[int, float]]]:
         while self.queue and len(self.live) < SLOTS:
             rid, prompt, max_new = self.queue.pop(0)
             self.live[rid] = [prompt[-1], prompt[0], max_new]  # a prompt's first token is its topic
@@ -38,7 +39,10 @@ class NoCacheServer:
         x = self.w["embed"][current]
         hidden = torch.relu(x @ self.w["w1"].T) @ self.w["w2"].T
         hidden[torch.arange(len(rids), device=self.device), GROUP + topics] += math.sqrt(TOPIC_BONUS)
-        nxt = (hidden @ self.w["out"].T).argmax(-1)
+        pick = torch.tensor([drawn[r] for r in rids], device=self.device)
+        rows = torch.arange(len(rids), device=self.device)
+        logits = (hidden @ self.w["out"].T)[:, TOPICS:].view(-1, TOPICS, STATES)[rows, pick]
+        nxt = TOPICS + pick * STATES + logits.argmax(-1)  # the best of the drawn topic
         logit = (hidden.float() * self.w["out"][nxt].float()).sum(-1)
         out = {}
         for rid, token, value in zip(rids, nxt.tolist(), logit.tolist()):

@@ -13,17 +13,24 @@ import torch
 SLOTS = 64  # requests decoded together at most
 CONTEXT = 4096  # the longest prompt plus output a slot holds
 HEADS, HEAD_DIM = 8, 64
+TOPICS, STATES = 8, 511  # the vocabulary: 8 topic tokens, then each topic's 511 state tokens
 
 
 def prepare(weights: dict, device: str):
     return {**weights, "device": device}
 
 
+def pick(logits: torch.Tensor, topics: torch.Tensor) -> torch.Tensor:
+    """Each row's next token: the best of its logits [B, VOCAB] among the tokens of its drawn topic (topics [B])."""
+    rows = torch.arange(logits.shape[0], device=logits.device)
+    return TOPICS + topics * STATES + logits[:, TOPICS:].view(-1, TOPICS, STATES)[rows, topics].argmax(-1)
+
+
 def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                length: torch.Tensor, topics: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One decode step for a batch: each row's current token (its K and V are written at `length`), attention
-    over its cache, the MLP, the greedy next token and its logit (in fp32). keys/values [B, T, HEADS, HEAD_DIM];
-    length [B]."""
+    over its cache, the MLP, the next token (the best in its drawn topic) and its logit (in fp32).
+    keys/values [B, T, HEADS, HEAD_DIM]; length, topics [B]."""
     b = torch.arange(current.shape[0], device=current.device)
     x = w["embed"][current]
     keys[b, length] = (x @ w["wk"].T).view(-1, HEADS, HEAD_DIM)
@@ -34,7 +41,7 @@ def step_tokens(w: dict, current: torch.Tensor, keys: torch.Tensor, values: torc
     scores = scores.masked_fill(~past[:, None, :], float("-inf"))
     attended = torch.einsum("bht,bthd->bhd", scores.softmax(-1), values.float()).reshape(x.shape[0], -1)
     hidden = torch.relu(x @ w["w1"].T) @ w["w2"].T + attended.to(x.dtype) @ w["wo"].T
-    nxt = (hidden @ w["out"].T).argmax(-1)
+    nxt = pick(hidden @ w["out"].T, topics)
     return nxt, (hidden.float() * w["out"][nxt].float()).sum(-1)
 
 
@@ -52,15 +59,16 @@ class ContinuousServer:
     def submit(self, rid: int, prompt: tuple[int, ...], max_new: int) -> None:
         self.queue.append((rid, prompt, max_new))
 
-    def step(self) -> dict[int, list[tuple[int, float]]]:
+    def step(self, topics: dict[int, int]) -> dict[int, list[tuple[int, float]]]:
         self._admit()
         used = [i for i, r in enumerate(self.rid) if r is not None]
         if not used:
             return {}
         rows = used[-1] + 1
         span = int(self.length[:rows].max()) + 1
+        drawn = torch.tensor([topics.get(r, 0) for r in self.rid[:rows]], device=self.device)  # a free slot's: any
         nxt, logit = step_tokens(self.w, self.current[:rows], self.keys[:rows, :span], self.values[:rows, :span],
-                                 self.length[:rows])
+                                 self.length[:rows], drawn)
         self.current[:rows] = nxt
         self.length[torch.tensor(used, device=self.device)] += 1  # a free slot stays at 0 until it is refilled
         tokens, logits = nxt.tolist(), logit.tolist()

@@ -44,7 +44,7 @@ def measure(nvml: Nvml, make_server, trace: list[serving.Request]) -> tuple[dict
     time.sleep(0.5)  # a quiet GPU first, and NVML's clock past this moment
     since = max((t for t, _ in nvml.samples_since(0)), default=0)
     start, start_us = time.monotonic(), time.time() * 1e6
-    served = serving.replay(trace, server.submit, server.step, limit_s=300)
+    served = serving.replay(trace, server.submit, server.step, limit_s=300, draw=serving.Draws(8))  # the spec's topics
     seconds, end_us = time.monotonic() - start, time.time() * 1e6
     time.sleep(0.5)  # the last period's sample
     samples = nvml.samples_since(since)

@@ -44,12 +44,13 @@ def main() -> None:
         for seed in (99, *range(args.traces)):
             server, steps = workload.server(state), [0]
 
-            def step(server=server):
+            def step(topics, server=server):
                 steps[0] += 1
-                return server.step()
+                return server.step(topics)
 
             start = time.monotonic()
-            served = serving.replay(serving.draw_trace(spec, seed), server.submit, step, limit_s=300)
+            served = serving.replay(serving.draw_trace(spec, seed), server.submit, step, limit_s=300,
+                                    draw=serving.Draws(spec.TOPICS))
             seconds = time.monotonic() - start
             print(json.dumps({"server": name, "trace": "warm-up" if seed == 99 else seed, "seconds": round(seconds, 2),
                               "steps": steps[0], "tokens": sum(len(s.tokens) for s in served),
