@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
+from functools import partial
 
 import torch
 
@@ -121,18 +122,24 @@ class Device:
         if self._flush is not None:
             self._flush.zero_()
 
-    def loop_ms(self, make_calls, name: str) -> float:
-        """The call clock: the calls `make_calls` builds, back to back; milliseconds per call.
+    def loop_ms(self, make, call, seeds: list[int], name: str) -> float:
+        """The call clock: `call` on the input `make` makes of each of `seeds`, back to back; milliseconds per call.
 
-        On CUDA from an idle GPU and a cold L2, until every stream drains (tutor.harness.gpu_clock); on CPU the host's.
+        On CUDA from an idle GPU and a cold L2, until every stream drains (tutor.harness.gpu_clock), every input made
+        before the first call. On CPU each input is made only once the call before it returned, and each call is
+        timed on its own: no call can reach a later call's input (issue 76), and the host's clock counts the host's
+        work alone, the making left out.
         """
         if self.cuda:
-            return self._clock.loop_ms(make_calls, self._flush.zero_, name)
-        calls = make_calls()
-        start = _clock_ns()
-        for call in calls:
-            call()
-        return (_clock_ns() - start) / 1e6 / len(calls)
+            return self._clock.loop_ms(lambda: [partial(call, x) for x in [make(s) for s in seeds]],
+                                       self._flush.zero_, name)
+        total = 0
+        for seed in seeds:
+            x = make(seed)
+            start = _clock_ns()
+            call(x)
+            total += _clock_ns() - start
+        return total / 1e6 / len(seeds)
 
     def hold_ms(self, ms: float) -> bool:
         """Hold the whole GPU for `ms` from now, so the host runs ahead of it; False on CPU, or without the hold."""

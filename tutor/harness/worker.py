@@ -247,16 +247,19 @@ class Worker:
         Every output is kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after;
         without `keep` (a workload whose outputs no check reads), dropped with the round's last ask."""
         kept = self.kept[name]
+        made = []  # the loop's inputs made so far, for a memory budget's count (AllocatorPeak)
+
+        def make(seed):
+            x = self._input(seed)
+            made.append(x)
+            self._harness_holds(made)
+            return x
 
         def call(x):
             kept.append(call_checks.Kept(self.forward(name, x)))
 
-        def loop_calls():
-            inputs = self._inputs(seeds)
-            self._harness_holds(inputs)
-            return [lambda x=x: call(x) for x in inputs]
-
-        self.samples[name].append(self.device.loop_ms(loop_calls, name))  # the call clock's sample
+        self.samples[name].append(self.device.loop_ms(make, call, seeds, name))  # the call clock's sample
+        del made
         self._verify()
         if not keep and not self.device.cuda:  # the round's last ask on CPU
             del self.kept[name]
