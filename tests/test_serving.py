@@ -239,3 +239,21 @@ def test_a_profiled_window_records_only_its_steps(tmp_path):
         with profiled(tmp_path / "never.json", (50, 3)) as profiling:
             steps(20, profiling)
     assert not (tmp_path / "never.json").exists()
+
+
+def test_a_steps_message_carries_only_the_draws_that_changed_and_the_server_reads_them_all():
+    from types import MappingProxyType
+
+    from tutor.harness.serving import LiveDraws, apply, pack
+
+    held, kept = LiveDraws(), {}
+    for rid in range(400):  # a queue of 400: the first step's message carries them all
+        held.set(rid, rid % 8)
+    apply(pack(held.changes()), kept)
+    assert kept == dict(held) and len(kept) == 400
+    held.set(3, 5)  # a token of request 3 came back: its next draw
+    held.drop(7)  # request 7 is done
+    changed = held.changes()
+    assert changed == {3: 5, 7: -1} and held.changes() == {}
+    apply(pack(changed), kept)
+    assert kept == dict(held) and 7 not in kept and MappingProxyType(kept)[3] == 5

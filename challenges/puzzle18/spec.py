@@ -46,7 +46,6 @@ def token(state, topic):
     return TOPICS + topic * STATES + state
 
 
-
 def make_weights(seed: int, device: str) -> dict:
     """The decoder's bf16 weights: embed [VOCAB, HIDDEN], w1/w2 (the MLP), wq/wk/wv/wo (attention), out."""
     g = torch.Generator().manual_seed(seed)

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 import secrets
 import time
+from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -74,6 +76,55 @@ class Draws:
         return self.made[key]
 
 
+GONE = -1  # a change that says the request is done: its draw dropped
+
+
+class LiveDraws(Mapping):
+    """Every live request's draw for its next token, as step() reads it ({rid: draw}, read-only), and what changed
+    since the last step was asked (`changes`): a step's message carries those alone, so its cost is the step's
+    tokens, not the queue's length (a static batcher holds hundreds of requests queued)."""
+
+    def __init__(self):
+        self._now, self._changed = {}, {}
+
+    def __getitem__(self, rid: int) -> int:
+        return self._now[rid]
+
+    def __iter__(self):
+        return iter(self._now)
+
+    def __len__(self) -> int:
+        return len(self._now)
+
+    def set(self, rid: int, draw: int) -> None:
+        self._now[rid] = self._changed[rid] = draw
+
+    def drop(self, rid: int) -> None:
+        self._now.pop(rid, None)
+        self._changed[rid] = GONE
+
+    def changes(self) -> dict[int, int]:
+        changed, self._changed = self._changed, {}
+        return changed
+
+
+def pack(changes: dict[int, int]) -> bytes:
+    """Changes of the draws as bytes: one object in a message, however many (torch's reader builds each int in
+    Python: a dict of 400 took 1.4 ms a step where their bytes take 0.07 ms)."""
+    return array("q", [v for item in changes.items() for v in item]).tobytes()
+
+
+def apply(packed: bytes, draws: dict[int, int]) -> None:
+    """`packed` changes applied to the draws a server's process holds."""
+    flat = array("q")
+    flat.frombytes(packed)
+    for rid, draw in zip(flat[::2], flat[1::2]):
+        if draw == GONE:
+            draws.pop(rid, None)
+        else:
+            draws[rid] = draw
+
+
 def trace_of(requests: list[dict]) -> list[Request]:
     """A spec's make_trace() as Requests: its plain dicts (rid, arrival_s, prompt, max_new) read as such."""
     return [Request(rid=int(q["rid"]), arrival_s=float(q["arrival_s"]), prompt=tuple(int(t) for t in q["prompt"]),
@@ -95,13 +146,13 @@ def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], N
            step: Callable[..., dict[int, list[int]]], limit_s: float, clock: Callable[[], float] = time.monotonic,
            wait: Callable[[float], None] = time.sleep, draw: Callable[[int, int], int] | None = None) -> list[Served]:
     """Serve `trace` in real time (`clock`, `wait`: the test suite's virtual ones); every request, in rid order.
-    With `draw`, step() is given each live request's draw(rid, position of its next token)."""
+    With `draw`, step() is given each live request's draw(rid, position of its next token), a LiveDraws."""
     arrivals = sorted(trace, key=lambda r: (r.arrival_s, r.rid))
     served = {r.rid: Served(r) for r in arrivals}
     if len(served) != len(arrivals):
         raise ValueError("a trace names a request id twice")
     live: set[int] = set()
-    draws: dict[int, int] = {}  # each live request's draw for its next token
+    draws = LiveDraws()  # each live request's draw for its next token
     start, nxt, steps_idle = clock(), 0, 0
     while nxt < len(arrivals) or live:
         now = clock() - start
@@ -113,12 +164,12 @@ def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], N
             submit(r.rid, r.prompt, r.max_new)
             live.add(r.rid)
             if draw:
-                draws[r.rid] = draw(r.rid, 0)
+                draws.set(r.rid, draw(r.rid, 0))
             nxt += 1
         if not live:  # nothing to serve until the next arrival
             wait(arrivals[nxt].arrival_s - now)
             continue
-        produced = step(dict(draws)) if draw else step()
+        produced = step(draws) if draw else step()
         stamp = clock() - start
         at_once = next(((rid, len(t)) for rid, t in produced.items() if len(t) > TOKENS_A_STEP), None)
         if at_once:
@@ -129,9 +180,9 @@ def replay(trace: list[Request], submit: Callable[[int, tuple[int, ...], int], N
             _take(served, live, rid, tokens, stamp)
             if draw and tokens:  # the next token's draw, made only now that this one came back
                 if rid in live:
-                    draws[rid] = draw(rid, len(served[rid].tokens))
+                    draws.set(rid, draw(rid, len(served[rid].tokens)))
                 else:
-                    draws.pop(rid, None)
+                    draws.drop(rid)
         # A server may hold a step's requests back (a static batch waiting to fill): that is its policy, and
         # its latency shows it. One that produces nothing with no request still due would spin forever.
         steps_idle = 0 if produced or nxt < len(arrivals) else steps_idle + 1

@@ -19,10 +19,11 @@ import time
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
+from types import MappingProxyType
 
 import torch
 
-from tutor.harness import call_checks, peaks, shards, wire
+from tutor.harness import call_checks, peaks, serving, shards, wire
 from tutor.harness.allocator_peak import AllocatorPeak
 from tutor.harness.checks import own_copy
 from tutor.harness.compile_report import CompileWatch
@@ -129,6 +130,7 @@ class Worker:
         # A puzzle with a memory budget: the allocator's peak, kept out of the workloads' reach before they load.
         self.peak = AllocatorPeak() if self.device.cuda and hasattr(self.spec, "MEMORY_SLACK") else None
         self.modules, self.states, self.resident, self.servers = {}, {}, {}, {}
+        self.draws: dict[str, dict[int, int]] = {}  # each server's live requests' draws (tutor.harness.serving)
         self.samples: dict[str, list[float]] = {name: [] for name in names if name in request["time"]}
         self.side: SideWork | None = None
         self.pool_by_round: list[float] = []
@@ -304,6 +306,7 @@ class Worker:
         ruler's waits out GPU work the learner's process left running first, as a comparator's call does."""
         waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
         self.servers[name] = call_workload(f"{name}.server()", self.modules[name].server, self.states[name])
+        self.draws[name] = {}
         self._verify()
         return {"waited_ms": waited if waited is not None else -1.0}
 
@@ -313,9 +316,14 @@ class Worker:
         call_workload(f"{name}'s server.submit()", self.servers[name].submit, rid, tuple(prompt), max_new)
         return {}
 
-    def step(self, name: str, draws: dict[int, int] | None = None) -> dict:
-        """One scheduling step: the tokens it produced, as host integers (the coordinator stamps them on arrival)."""
-        return {"tokens": step_tokens(name, self.servers[name], draws)}
+    def step(self, name: str, draws: bytes | None = None) -> dict:
+        """One scheduling step: the tokens it produced, as host integers (the coordinator stamps them on arrival).
+        `draws`: what changed of the live requests' draws since the last step (tutor.harness.serving.pack); the
+        server reads them all, read-only."""
+        if draws is None:
+            return {"tokens": step_tokens(name, self.servers[name])}
+        serving.apply(draws, self.draws[name])
+        return {"tokens": step_tokens(name, self.servers[name], MappingProxyType(self.draws[name]))}
 
     def close_server(self, name: str) -> dict:
         del self.servers[name]
