@@ -31,6 +31,7 @@ import torch
 
 from tutor.catalog import get_puzzle
 from tutor.harness.call_checks import Kept
+from tutor.harness.checks import own_copy
 from tutor.harness.dispatch_table import DispatchTable, entered
 from tutor.harness.gpu_clock import ESCAPE_MIN_MS, GpuClock
 from tutor.harness.loading import load_module
@@ -62,8 +63,7 @@ class Bench:
         for name in names:
             path = puzzle.workload_path(name) if name in puzzle.workloads else puzzle.solution_path(name)
             module = load_module(path, f"m_{name.replace('/', '_')}", ("prepare", "forward"))
-            copy = {k: v.clone() for k, v in weights.items()} if isinstance(weights, dict) else weights
-            self.workloads[name] = (module.forward, module.prepare(copy, "cuda"))
+            self.workloads[name] = (module.forward, module.prepare(own_copy(weights), "cuda"))
         l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
         self.flush = torch.empty(max(2 * l2, 64 * 2**20), dtype=torch.uint8, device="cuda")
         self.making = torch.cuda.Stream()

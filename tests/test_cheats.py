@@ -46,12 +46,15 @@ def test_the_gpu_puzzles_have_cheats_of_the_classes_that_apply():
 
 def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_path):
     """puzzle4's scene and baseline, decoded on the CPU at a quarter of the width (its bf16 steps at full width, on
-    a CPU without bf16 arithmetic, made this one test 22 s of the suite's CPU): the cheat's checked inputs are
-    right, and the calls it answers with every sequence ended are caught."""
+    a CPU without bf16 arithmetic, made this one test 22 s of the suite's CPU): the calls it answers with every
+    sequence ended are caught."""
     puzzle = get_puzzle("puzzle4")
     quarter = {"VOCAB, HIDDEN, FFN, MEMORY, BATCH, STEPS, PROMPT = 4096, 512, 2048, 256, 16, 96, 8":
                "VOCAB, HIDDEN, FFN, MEMORY, BATCH, STEPS, PROMPT = 1024, 128, 512, 64, 16, 96, 8",
-               "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 256, 512": "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 64, 128"}
+               "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 256, 512": "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 64, 128",
+               # On the CPU each loop call's input is made once the call before returned (a few ms on a loaded
+               # machine): the class tells the loop's calls by a gap of its own host clock, there a longer one.
+               "PAUSE_S = 0.002": "PAUSE_S = 0.2"}
     paths = resized_copies(puzzle, ["spec.py", "baseline.py", "cheats/skips_calls_back_to_back.py"], quarter, tmp_path)
     request = {"mode": "check", "device": "cpu", "seed": 11, "spec": str(paths["spec.py"]),
                "workloads": {"baseline": str(paths["baseline.py"]),
@@ -59,13 +62,12 @@ def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_
                "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
                "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 1, "rounds": 8}}
     result = run_harness(request, tmp_path / "run", 300).result
-    assert all(c["ok_structure"] and c["rel_l2"] == 0.0 for c in result["checks"])
+    # A check that came as soon after a call is answered ended too, and caught as the timed calls are.
+    assert all(c["ok_structure"] and c["rel_l2"] in (0.0, 1.0) for c in result["checks"])
     wrong = [c for c in result["timed_checks"] if not c["ok_structure"] or c["rel_l2"] > 0]
     print(len(wrong), "of", len(result["timed_checks"]), "timed outputs wrong")
-    # Which calls its host clock takes for back to back depends on the machine's load (4 of 13 here with 4 test
-    # processes on 2 cores, 3 with 6): that some are, and each is caught, does not. The loop's first call follows
-    # the warm call's ask after a pause, so a round of one loop call has none: 8 rounds of 1-3 calls leave that to
-    # all eight drawing one, (1/3)^8.
+    # Every call within 0.2 s of the one before is answered ended: every loop call after the first at least, so
+    # none only if all 8 rounds of 1-3 calls drew one, (1/3)^8.
     assert wrong and all(c["rel_l2"] == 1.0 for c in wrong)
 
 
@@ -108,8 +110,9 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
     recorded = json.loads((Path(__file__).parent / "fixtures" / "cheats_puzzle4_2026-11-27.json").read_text())
     grades = recorded["grades"]
     puzzle = get_puzzle("puzzle4")
-    # Owed a GPU grade: the warm call that reads the round's seeds (issue 76), refused on the CPU by
-    # tests/test_every_call_checked.py's test_the_warm_call_finds_no_seed_of_the_calls_after_it.
+    # Owed two of its three GPU grades: the warm call that reads the round's seeds (issue 76), refused on the CPU by
+    # tests/test_every_call_checked.py's test_the_warm_call_finds_no_seed_of_the_calls_after_it, its first grade
+    # on the H100 in ISSUE76_CHEATS.
     owed = {"cheats/finds_the_rounds_seeds"}
     assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")} - owed
     assert all(sum(g["which"] == w for g in grades) >= 3 for w in {g["which"] for g in grades})
@@ -121,6 +124,28 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
         else:
             errors = errors_too_far(correctness)
             assert len(errors) >= 3 and min(errors) > 20 * puzzle.correctness.max_rel_l2, correctness
+
+
+ISSUE76_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle4_18_2026-12-07.json"
+
+
+def test_the_cheats_that_learn_the_future_earned_nothing_on_the_h100():
+    """Issue 76's new cheats, each graded once so far on one H100 (ISSUE76_CHEATS; two more grades each owed): the warm
+    call that looks for the round's seeds finds none and decodes every call itself, slower than the baseline
+    (0.88x); the server that teaches itself each request's future at submit gives other tokens than the drawn
+    topics make, nearly every request's."""
+    recorded = json.loads(ISSUE76_CHEATS.read_text())
+    assert "H100" in recorded["card"]
+    assert {(g["puzzle"], g["which"]) for g in recorded["grades"]} == {
+        ("puzzle4", "cheats/finds_the_rounds_seeds"), ("puzzle18", "cheats/teaches_itself_the_future")}
+    for grade in recorded["grades"]:
+        assert grade["tier"] == "", grade
+        if grade["puzzle"] == "puzzle4":
+            assert grade["speedups"]["baseline"] < get_puzzle("puzzle4").tiers[0].min_speedup
+        else:
+            [correctness] = [r for r in grade["refused_by"] if r.startswith("correctness:")]
+            wrong, checked = map(int, re.search(r"(\d+) of (\d+) requests got other tokens", correctness).groups())
+            assert wrong > 0.9 * checked, correctness
 
 
 def graded_three_times_but(grades: list[dict], puzzles: set[str], owed: set) -> set:
@@ -172,9 +197,9 @@ TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle8_14_18_2026
 # The grades that host's time limits left owed, graded the next day on one H200 (and puzzle18's last two on the two
 # GPUs of one host, one grade per GPU): every cheat now has its three.
 TWO_GPU_OWED_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle14_18_2026-11-28.json"
-# Owed its GPU grades: the server that teaches itself each request's future at submit (issue 76), refused on the CPU
-# by tests/test_puzzle18.py's test_a_server_that_teaches_itself_the_future_at_submit_is_refused. The other cheats'
-# grades here were made before each token's topic was drawn.
+# Owed two of its three GPU grades: the server that teaches itself each request's future at submit (issue 76), refused
+# on the CPU by tests/test_puzzle18.py's test_a_server_that_teaches_itself_the_future_at_submit_is_refused, its first
+# grade on the H100 in ISSUE76_CHEATS. The other cheats' grades here were made before each token's topic was drawn.
 CHEATS_OWED_TWO_GPU: set[tuple[str, str]] = {("puzzle18", "cheats/teaches_itself_the_future")}
 
 
