@@ -35,9 +35,12 @@ SERVING_FLOOR_LINE = """\
 
 def correctness_line(p: Puzzle) -> str:
     if p.serving:  # tutor.harness.serving_rounds
+        drawn = ("  Each step, step() gets the harness's draw for every live request's next token, drawn once\n"
+                 "  the token before it came back; both servers of a pair get the same draws.\n"
+                 if p.serving.draws else "")
         return ("- **Correctness** — every request of every replay gets exactly the tokens that\n"
                 f"  `{p.correctness.oracle}`'s server gives it in the same pair of replays, at most one a\n"
-                "  request each step (a decoder's next input is the token it just made).\n")
+                "  request each step (a decoder's next input is the token it just made).\n" + drawn)
     where = ("" if p.correctness.output == "any" else
              "  It must be in host memory, complete as forward() returns (the harness holds the GPU while it reads\n"
              "  it), and the caller's to keep: the next call must leave it as it was.\n")
