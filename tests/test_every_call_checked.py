@@ -146,43 +146,11 @@ def forward(state, x):
     assert all(map(right, result["checks"])) and wrong >= ROUNDS  # the warm call of every round
 
 
-def test_no_untimed_call_finds_the_inputs_of_the_calls_timed_after_it(make_request, tmp_path):
-    # In the warm call (told from the frames, not from a clock, so no machine load decides it) it finds every
-    # input-shaped tensor alive and works out its answer, to serve it later in no time. Each input is made only once
-    # the ask before it returned: nothing to find.
-    served = tmp_path / "served"
-    result = checked(make_request, tmp_path, f"""
-        import gc, sys, torch
-        table = {{}}
-        def prepare(weights, device):
-            return weights
-        def key(t):
-            return repr(t[0, :4].tolist())
-        def untimed():
-            frame = sys._getframe(2)
-            while frame is not None:
-                if frame.f_code.co_name == "warm_call":
-                    return True
-                frame = frame.f_back
-            return False
-        def forward(state, x):
-            if untimed():
-                for o in gc.get_objects():
-                    if type(o) is torch.Tensor and o is not x and o.shape == x.shape and key(o) != key(x):
-                        table[key(o)] = o * state["w"]
-            out = table.pop(key(x), None)
-            if out is not None:
-                with open({str(served)!r}, "a") as f:
-                    f.write("served\\n")
-            return out if out is not None else x * state["w"]
-    """)
-    assert wrong_per_round(result)[0] == 0 and not served.exists()
-
-
-def test_no_call_of_the_loop_finds_the_inputs_of_the_calls_after_it(make_request, tmp_path):
-    # In every call of the loop it finds every other input-shaped tensor alive and works out its answer, to serve the
-    # loop's later calls in no time. On the CPU each input is made only once the call before it returned: nothing
-    # ahead to find (when the loop's inputs were made before its first call, this was served all but the first).
+def test_no_call_finds_the_inputs_of_the_calls_after_it(make_request, tmp_path):
+    # In every call, the warm call's included, it finds every input-shaped tensor alive it has not answered and works
+    # out its answer, to serve the calls after it in no time. Each ask of a round is sent once the one before
+    # returned, and on the CPU each input of the loop is made once the call before it returned: nothing ahead to
+    # find (when the loop's inputs were made before its first call, they were served all but the first).
     served = tmp_path / "served"
     result = checked(make_request, tmp_path, f"""
         import gc, torch
