@@ -94,8 +94,10 @@ def replay(side: Side, name: str, trace: list[serving.Request], limit_s: float, 
     watching = isinstance(watch, BusyWatch)
     if watching:
         watch.read()  # nothing NVML held before the window is lost to its buffer
+
     def step(*drawn: serving.LiveDraws) -> dict:  # with draws, what changed since the last step goes along
-        return side.ask("step", name=name, **({"draws": serving.pack(drawn[0].changes())} if drawn else {}))["tokens"]
+        changes = {"draws": serving.pack(drawn[0].changes())} if drawn else {}
+        return side.ask("step", name=name, **changes)["tokens"]
 
     with side.thawed() if isinstance(side, Candidate) else nullcontext():
         start = watch.now_us() if watching else 0

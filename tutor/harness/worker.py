@@ -17,6 +17,7 @@ import secrets
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import MappingProxyType
@@ -54,7 +55,7 @@ def apis(request: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (RANKED_SPEC_API if request.get("ranks", 1) > 1 else SPEC_API), WORKLOAD_API
 
 
-def step_tokens(name: str, server, draws: dict[int, int] | None = None) -> dict[int, list[int]]:
+def step_tokens(name: str, server, draws: Mapping[int, int] | None = None) -> dict[int, list[int]]:
     """One step of `name`'s server, its tokens as host integers: in a grade's worker and in a profile alike.
     `draws`: the live requests' draws, where the puzzle draws (tutor.harness.serving)."""
     where = f"{name}'s server.step()"

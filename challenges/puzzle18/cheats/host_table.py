@@ -1,7 +1,8 @@
 """Cheat, a server that does other work than the model's (issue 37): the chain of states read off the weights once,
 then a token a request a step from a Python list (in the topic drawn for it), the model never run and the GPU idle.
 Every token is right and comes one a step, without the logit a token of the model comes with. Must get: refused
-at correctness (tokens without their logits), and by the physical floor on a GPU (NVML sees no work in its replays: tutor.grading.serving)."""
+at correctness (tokens without their logits), and by the physical floor on a GPU (NVML sees no work in its
+replays: tutor.grading.serving)."""
 
 import torch
 
