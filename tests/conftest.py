@@ -275,14 +275,16 @@ def graded_counts(grades: list[dict]) -> dict[str, int]:
     return {w: sum(g["which"] == w for g in grades) for w in {g["which"] for g in grades}}
 
 
-def assert_each_cheat_refused(puzzle, recorded: Path, refusals: dict[str, set[str]], times: int) -> None:
+def assert_each_cheat_refused(puzzle, recorded: Path, refusals: dict[str, set[str]], times: int,
+                              owed: frozenset[str] = frozenset()) -> None:
     """A cheats fixture (`benchmarks/grade_cheats.py ... --json`, wrapped with its card and command): every cheat of the
-    puzzle's cheats/ graded `times` times, each grade earning no tier and refused by exactly the criteria named."""
+    puzzle's cheats/ but those still `owed` their grades graded `times` times, each grade earning no tier and refused
+    by exactly the criteria named."""
     import json
 
     grades = json.loads(recorded.read_text())["grades"]
     assert sorted(g["which"] for g in grades) == sorted(w for w in refusals for _ in range(times))
-    assert {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")} == set(refusals)
+    assert {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")} == set(refusals) | owed
     for grade in grades:
         assert grade["tier"] == "" and {r.split(":")[0] for r in grade["refused_by"]} == refusals[grade["which"]], grade
 

@@ -43,13 +43,19 @@ def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_4_percent_highe
     assert_clear_of_every_bar(grades, margin=0.04)
 
 
+# Owed its grades on two GPUs (issue 77's machine): the kernel registered for an operator of the harness's input
+# making (issue 76), refused on two gloo ranks by tests/test_works_inside_the_harness.py.
+TWO_GPUS_OWED = frozenset({"cheats/works_inside_the_harness"})
+
+
 def test_two_h200s_refused_every_cheat_three_times():
     """`benchmarks/grade_cheats.py puzzle25 --runs 3` on 2 x H200: fp8 stages (0.75x) refused at correctness and
     performance, the whole model on each rank (1.86x) at fair play for the memory it kept, the workload that blanks
     the calls it takes for unchecked (5.9x) at correctness and by the physical floor."""
     refusals = {"cheats/fp8_stages": {"correctness", "performance"}, "cheats/whole_model_on_each_rank": {"fair play"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle25_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle25_2026-11-28.json", refusals, times=3,
+                              owed=TWO_GPUS_OWED)
 
 
 def _unsplit(weights: dict, x: torch.Tensor) -> torch.Tensor:

@@ -44,13 +44,19 @@ def test_its_grades_on_two_h200s_read_their_tiers_with_every_bar_3_5_percent_hig
     assert_clear_of_every_bar(grades, margin=0.035)
 
 
+# Owed its grades on two GPUs (issue 77's machine): the kernel registered for an operator of the harness's input
+# making (issue 76), refused on two gloo ranks by tests/test_works_inside_the_harness.py.
+TWO_GPUS_OWED = frozenset({"cheats/works_inside_the_harness"})
+
+
 def test_two_h200s_refused_every_cheat_three_times():
     """`benchmarks/grade_cheats.py puzzle26 --runs 3` on 2 x H200: every expert on each rank (1.38-1.42x) refused at
     fair play for the 4096 MiB it kept a rank, fp8 experts (0.60x, 5.4e-2 off) at correctness and performance, the
     workload that blanks the calls it takes for unchecked (4.7-5.2x) at correctness and by the physical floor."""
     refusals = {"cheats/every_expert_on_each_rank": {"fair play"}, "cheats/fp8_experts": {"correctness", "performance"},
                 "cheats/reads_which_call_is_checked": {"correctness", "physical floor"}}
-    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle26_2026-11-28.json", refusals, times=3)
+    assert_each_cheat_refused(PUZZLE, FIXTURES / "cheats_puzzle26_2026-11-28.json", refusals, times=3,
+                              owed=TWO_GPUS_OWED)
 
 
 def routed_shares(spec, seed: int) -> torch.Tensor:
