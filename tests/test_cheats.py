@@ -230,6 +230,9 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
 H100_CHEATS = {"cheats_puzzle14_puzzle20_2026-11-27.json": {"puzzle14", "puzzle20"},
                "cheats_puzzle21_2026-11-27.json": {"puzzle21"},
                "cheats_puzzle22_2026-11-28.json": {"puzzle22"}}
+# Owed its three GPU grades (issue 76): the kernel registered for the harness's L2 flush, named by the harness's
+# check on the CPU (tests/test_works_inside_the_harness.py).
+FLUSH_KERNEL = "cheats/works_inside_the_harness"
 # Where a call that blanks the calls it takes for unchecked still writes every output, the physical floor has no
 # reason to refuse it: puzzle22's writes 0.69 ms of logits a call against a floor of 0.12 ms.
 FLOOR_SPARES_THE_BLANKS = {"puzzle22"}
@@ -244,7 +247,7 @@ def test_the_new_puzzles_cheats_were_refused_on_the_h100(fixture):
     puzzles = H100_CHEATS[fixture]
     grades = json.loads((Path(__file__).parent / "fixtures" / fixture).read_text())["grades"]
     grades += [g for path in H100_OWED_CHEATS for g in json.loads(path.read_text())["grades"] if g["puzzle"] in puzzles]
-    graded_three_times_but(grades, puzzles, set())
+    graded_three_times_but(grades, puzzles, {(p, FLUSH_KERNEL) for p in puzzles & {"puzzle20", "puzzle22"}})
     for grade in grades:
         puzzle, refused = get_puzzle(grade["puzzle"]), " ".join(grade["refused_by"])
         assert grade["tier"] == "", grade

@@ -1,7 +1,9 @@
-"""Issue 76's class on the two-GPU puzzles (cheats/works_inside_the_harness.py of puzzle25 and puzzle26), on two
-gloo ranks at a CPU's sizes: a kernel registered in prepare() for an operator the harness's input making runs does
-a call's whole work, collectives included, while the harness makes the input, and forward() serves it; through
-the real harness, the workload is refused as tampered before any input is made, the operator named."""
+"""Issue 76's class of a kernel registered in prepare() for an operator the harness's own work runs
+(cheats/works_inside_the_harness.py). puzzle25 and puzzle26, on two gloo ranks at a CPU's sizes: the kernel, for
+the operator the input making runs last, does a call's whole work, collectives included, while the harness makes
+the input, and forward() serves it; through the real harness, the workload is refused as tampered before any
+input is made, the operator named. puzzle20 and puzzle22, whose kernels run on CUDA alone: the kernel for the L2
+flush before the call clock is named by the check the harness runs after prepare()."""
 
 from __future__ import annotations
 
@@ -57,3 +59,18 @@ def test_the_harness_refuses_it_as_tampered_before_any_input_is_made(puzzle_id, 
         harness_check(puzzle, CHEAT, tmp_path, spec=spec)
     print(info.value.kind, info.value)
     assert info.value.kind == "tampered" and "aten::_to_copy" in str(info.value)
+
+
+@pytest.mark.parametrize("puzzle_id", ["puzzle20", "puzzle22"])
+def test_a_kernel_registered_for_the_flush_is_named_by_the_harness_check(puzzle_id):
+    from tutor.harness.dispatch_table import INTERNALS, DispatchTable
+
+    table = DispatchTable(set(INTERNALS))  # among the operators every check reads: the flush's
+    cheat = puzzle_file(get_puzzle(puzzle_id), CHEAT)
+    try:
+        cheat.prepare({"gain": torch.ones(8), "bias": torch.zeros(8)}, "cpu")
+        found = table.changed()
+    finally:
+        cheat._library._destroy()
+    assert [f.split(" ")[0] for f in found] == ["aten::zero_"], found
+    assert table.changed() == []
