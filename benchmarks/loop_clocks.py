@@ -16,7 +16,9 @@ Each round, on fresh seeds, in a fresh random order of (workload, clock), 6 call
 Every clock flushes L2 before its first call, keeps each output as a grade does (tutor.harness.call_checks) and
 checks the harness's dispatch table for the input's operators before each input, as a grade must once learner
 code has run. Prints each workload's per-call median under each clock, and each workload's speed-up over the
-first (median of per-round ratios): a tier reads the speed-up.
+first (median of per-round ratios), the tier the medians reach against the puzzle's call-clock bars over the
+workloads timed here, and the tier puzzle.toml expects of it: a clock that moves a workload off its tier shows
+there.
 """
 
 from __future__ import annotations
@@ -158,6 +160,27 @@ class Bench:
         return total / len(seeds)
 
 
+def expected_tier(puzzle, name: str) -> str:
+    """The tier puzzle.toml expects of `name`: the reference's is the highest, an alternative's its own."""
+    if name == "reference":
+        return puzzle.tiers[-1].name
+    return puzzle.alternatives.get(name.removeprefix("alternatives/"), "")
+
+
+def tier_reached(puzzle, speedups: dict[str, float]) -> str:
+    """The highest tier whose call-clock bars the median speed-ups over the workloads timed here all clear (a bar
+    over a workload not timed here, or on the GPU clock, is not read; a grade reads the interval's lower bound, so
+    a median near a bar is no verdict)."""
+    reached = ""
+    for name in dict.fromkeys(t.name for t in puzzle.tiers):
+        bars = [t for t in puzzle.tiers if t.name == name and t.clock == "call" and t.vs in speedups]
+        if bars and all(speedups[t.vs] >= t.min_speedup for t in bars):
+            reached = name
+        elif bars:
+            break
+    return reached
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("puzzle")
@@ -177,16 +200,22 @@ def main() -> None:
         for name, clock in pairs:
             ms[name, clock].append(clock_of[clock](name, seeds))
     first = args.names[0]
+    puzzle = get_puzzle(args.puzzle)
     result = {"puzzle": args.puzzle, "gpu": torch.cuda.get_device_name(), "rounds": args.rounds, "calls": CALLS,
               "drain_ms": bench.drain_ms, "workloads": {}}
     for name in args.names:
         row = {}
         for clock in CLOCKS:
             ratios = [b / m for b, m in zip(ms[first, clock], ms[name, clock]) if m > 0]
-            row[clock] = {"median_ms": statistics.median(ms[name, clock]), "speedup": statistics.median(ratios)}
+            row[clock] = {"median_ms": statistics.median(ms[name, clock]), "speedup": statistics.median(ratios),
+                          "tier": tier_reached(puzzle, {vs: statistics.median(
+                              b / m for b, m in zip(ms[vs, clock], ms[name, clock]) if m > 0)
+                              for vs in args.names})}
+        row["expected"] = expected_tier(puzzle, name)
         result["workloads"][name] = row
-        print(f"{args.puzzle} {name:34s} " + "  ".join(
-            f"{c}: {row[c]['median_ms']:.4f} ms, {row[c]['speedup']:.3f}x" for c in CLOCKS), flush=True)
+        print(f"{args.puzzle} {name:34s} expected {row['expected'] or '-':6s} " + "  ".join(
+            f"{c}: {row[c]['median_ms']:.4f} ms, {row[c]['speedup']:.3f}x {row[c]['tier'] or '-'}" for c in CLOCKS),
+            flush=True)
     if args.json:
         print(json.dumps(result))
 
