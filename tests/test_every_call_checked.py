@@ -43,10 +43,10 @@ FRAMES_READER = next(ast.get_source_segment(_CHEAT.read_text(), node) for node i
                      if isinstance(node, ast.FunctionDef) and node.name == "unchecked") + "\n"
 
 
-def checked(make_request, tmp_path, mine: str) -> dict:
+def checked(make_request, tmp_path, mine: str, spec_source: str = SPEC) -> dict:
     request = make_request(baseline=BASELINE, mine=textwrap.dedent(mine))
     with open(request["spec"], "w") as spec:
-        spec.write(SPEC)
+        spec.write(spec_source)
     request["timing"]["rounds"] = ROUNDS
     result = run_harness(request, tmp_path / "run", 300).result
     return result
@@ -170,6 +170,58 @@ def test_no_call_finds_the_inputs_of_the_calls_after_it(make_request, tmp_path):
                     f.write("served\\n")
             return out if out is not None else x * state["w"]
     """)
+    assert wrong_per_round(result)[0] == 0 and not served.exists()
+
+
+# An input made in two operators, so that an allocation comes between them.
+SPEC_IN_TWO = SPEC.replace("return torch.randn(64, 32, generator=g)", "return torch.randn(64, 32, generator=g).mul(1.0)")
+
+
+def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp_path):
+    # A reference cycle whose __del__ waits for the collector to run it inside the spec's make_input (re-arming
+    # itself anywhere else), and a collector set to run at every allocation: there, after the harness checked its
+    # operators, it registers a kernel for the operator the input is finished with, which works out the call's
+    # answer untimed and removes itself before the next check. The collector does not run while the harness checks
+    # its operators and makes an input.
+    served = tmp_path / "served"
+    result = checked(make_request, tmp_path, f"""
+        import gc, sys, torch
+        table, weights = {{}}, {{}}
+        def key(t):
+            return repr(t[0, :4].tolist())
+        def making():
+            frame = sys._getframe(1)
+            while frame is not None:
+                if frame.f_code.co_name == "make_input":
+                    return True
+                frame = frame.f_back
+            return False
+        class Trap:
+            def __init__(self):
+                self.me = self  # a cycle: freed by the collector alone
+            def __del__(self):
+                if not making():
+                    Trap()
+                    return
+                library = torch.library.Library("aten", "IMPL")
+                def mul(x, other):
+                    library._destroy()  # gone before the harness looks again
+                    out = torch.ops.aten.mul.Tensor(x, other)
+                    table[key(out)] = out * weights["w"]
+                    return out
+                library.impl("mul.Tensor", mul, "CPU")
+        def prepare(w, device):
+            weights.update(w)
+            gc.set_threshold(1)
+            Trap()
+            return w
+        def forward(state, x):
+            out = table.pop(key(x), None)
+            if out is not None:
+                with open({str(served)!r}, "a") as f:
+                    f.write("served\\n")
+            return out if out is not None else x * state["w"]
+    """, SPEC_IN_TWO)
     assert wrong_per_round(result)[0] == 0 and not served.exists()
 
 

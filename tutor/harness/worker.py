@@ -10,6 +10,8 @@ library tables, the allocator, the environment) never reaches a comparator.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import gc
 import json
 import os
 import random
@@ -153,11 +155,11 @@ class Worker:
         if name == self.candidate:
             self.guard.freeze(*self._namespaces())
         self.modules[name] = load_module(Path(self.request["workloads"][name]), name, self.workload_api)
-        self._own_operators()  # its import ran learner code: the weights are made and copied with checked operators
-        master = self._master_weights()  # made before the count starts: no workload's to keep
-        before = self.device.allocated_bytes()
-        weights = own_copy(master)
-        del master
+        with self._checked_work():  # its import ran learner code: the weights are made and copied with checked ones
+            master = self._master_weights()  # made before the count starts: no workload's to keep
+            before = self.device.allocated_bytes()
+            weights = own_copy(master)
+            del master
         self.states[name] = call_workload(f"{name}.prepare()", self.modules[name].prepare, weights, self.device.name)
         del weights
         # What prepare() left alive: lets a puzzle check, say, that weights really are stored in fp8.
@@ -172,8 +174,8 @@ class Worker:
         if self.peak:
             self.peak.start()
         if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
-            self._own_operators()
-            self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
+            with self._checked_work():
+                self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
             self._warm_bytes = shards.tensor_bytes(self.warm)
             self._harness_holds()
         # The coordinator reads how busy this GPU is during each replay (tutor.harness.gpu_busy): which GPU.
@@ -211,10 +213,10 @@ class Worker:
         if on_host:
             self.device.hold_ms(HOST_OUTPUT_HOLD_MS)
         returned = self.forward(name, x)
-        self._own_operators()  # before the harness reads the output with its operators
-        out = wire.portable(returned)
-        if on_host:
-            out = self._kept(name, returned, out)
+        with self._checked_work():  # before the harness reads the output with its operators
+            out = wire.portable(returned)
+            if on_host:
+                out = self._kept(name, returned, out)
         self.device.synchronize()
         self._verify()
         return {"out": out}
@@ -283,12 +285,12 @@ class Worker:
         """Every output `name`'s last round kept, in call order, at the places `seed` draws, and the output of call
         `whole` whole: the coordinator draws both only after the round, so no call could know whether or where it
         is read (None for an output too large to copy each round: call_checks.read_whole)."""
-        self._own_operators()
-        kept = self.kept.pop(name, [])
-        samples = call_checks.samples(kept, seed)
-        if "problem" in samples[whole]:
-            return {"samples": samples, "whole": samples[whole]}
-        read = call_checks.read_whole(seed, kept[whole].tensor)
+        with self._checked_work():
+            kept = self.kept.pop(name, [])
+            samples = call_checks.samples(kept, seed)
+            if "problem" in samples[whole]:
+                return {"samples": samples, "whole": samples[whole]}
+            read = call_checks.read_whole(seed, kept[whole].tensor)
         return {"samples": samples, "whole": read[0][1] if read else None}
 
     def judge(self, name: str, seed: int, out: dict) -> dict:
@@ -401,8 +403,22 @@ class Worker:
 
     def _inputs(self, seeds: list[int]) -> list:
         """The inputs `seeds` make, with the harness's own operators: refused if learner code changed them."""
-        self._own_operators()
-        return [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
+        with self._checked_work():
+            return [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
+
+    @contextlib.contextmanager
+    def _checked_work(self):
+        """The harness's own operators checked (`_own_operators`), then used, with the garbage collector held off from
+        the check to the end of the work: a collection in between could run learner code (the __del__ of a cycle it
+        left) after the check, and register a kernel that the work then runs."""
+        held = gc.isenabled()
+        gc.disable()
+        try:
+            self._own_operators()
+            yield
+        finally:
+            if held:
+                gc.enable()
 
     def _own_work(self) -> None:
         """The harness's own work in a candidate's process, once, before learner code loads: an input made, L2
