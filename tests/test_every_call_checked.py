@@ -225,6 +225,31 @@ def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp
     assert wrong_per_round(result)[0] == 0 and not served.exists()
 
 
+def test_an_audit_hook_of_the_workload_never_runs_inside_the_harness_reading_its_outputs(make_request, tmp_path):
+    # Python calls every audit hook on its events, and ctypes raises one as the harness reads a kept output: a hook
+    # added in prepare() would run there, after the harness checked its operators (and could register a kernel
+    # that the reading then runs). No hook is added after the harness's own, and adding one is a violation.
+    ran = tmp_path / "ran"
+    result = checked(make_request, tmp_path, f"""
+        import sys
+        def inside_the_harness(event, args):
+            frame = sys._getframe(1)
+            while frame is not None:
+                if frame.f_code.co_name == "sampled":
+                    with open({str(ran)!r}, "a") as f:
+                        f.write(event + "\\n")
+                    return
+                frame = frame.f_back
+        def prepare(weights, device):
+            sys.addaudithook(inside_the_harness)
+            return weights
+        def forward(state, x):
+            return x * state["w"]
+    """)
+    assert not ran.exists()
+    assert any("audit hook" in v for v in result["violations"]), result["violations"]
+
+
 # In the warm call it looks for the round's seeds in the harness's frames and in every list the process holds
 # (inputs are a pure function of their seed, and the spec is public), works out the answer of each input they
 # make, and serves the round's later calls from that table. Each ask of a round carries its own seeds, sent once

@@ -46,6 +46,17 @@ SIDE_WORK_FRACTION = 0.2
 _process_ns, _thread_ns = time.process_time_ns, time.thread_time_ns
 
 
+# The process's guards, which its one audit hook asks: kept for the process's life, as Python keeps the hook (a
+# profile's guard is made and never held).
+_GUARDS: list[Guard] = []
+_HOOKED = []  # the hook, once added
+
+
+def _audit_for_guards(event: str, args: tuple) -> None:
+    for guard in _GUARDS:
+        guard._audit(event, args)
+
+
 class Guard:
     """Collects violations."""
 
@@ -55,8 +66,10 @@ class Guard:
         # (label, real path, is a folder, what a shell command reading it would contain)
         self._protected = [(label, os.path.realpath(p), os.path.isdir(p), _token(p))
                            for label, paths in protected.items() for p in paths]
-        if self._protected:
-            sys.addaudithook(self._audit)
+        if not _HOOKED:
+            sys.addaudithook(_audit_for_guards)  # one hook a process, added before learner code loads
+            _HOOKED.append(_audit_for_guards)
+        _GUARDS.append(self)
 
     def note(self, violation: str) -> None:
         if violation not in self.violations:
@@ -65,6 +78,14 @@ class Guard:
     # -- files: the reference solution and the progress db stay out of reach -----------------
 
     def _audit(self, event: str, args: tuple) -> None:
+        if event == "sys.addaudithook":
+            # A hook of learner code would run inside the harness's own work (ctypes' events fire as it reads
+            # outputs), after its check of its operators; Python adds none that one before it refuses.
+            self.note("your workload added an audit hook (sys.addaudithook): Python runs it inside the harness's "
+                      "own work, which must run no code of yours")
+            raise RuntimeError("infprof-tutor: a workload may not add an audit hook while it is graded")
+        if not self._protected:
+            return
         if event in FILE_EVENTS:
             for arg in args[:2]:
                 if isinstance(arg, (str, bytes, os.PathLike)):
