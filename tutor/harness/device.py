@@ -123,19 +123,19 @@ class Device:
             self._flush.zero_()
 
     def loop_ms(self, make, call, seeds: list[int], name: str) -> float:
-        """The call clock: `call` on the input `make` makes of each of `seeds`, back to back; milliseconds per call.
+        """The call clock: `call` on each input `make` makes of `seeds` (a list of them, the inputs in order), back
+        to back; milliseconds per call.
 
         On CUDA from an idle GPU and a cold L2, until every stream drains (tutor.harness.gpu_clock), every input made
-        before the first call. On CPU each input is made only once the call before it returned, and each call is
-        timed on its own: no call can reach a later call's input (issue 76), and the host's clock counts the host's
-        work alone, the making left out.
+        before the first call, together. On CPU each input is made only once the call before it returned, and each
+        call is timed on its own: no call can reach a later call's input (issue 76), and the host's clock counts the
+        host's work alone, the making left out.
         """
         if self.cuda:
-            return self._clock.loop_ms(lambda: [partial(call, x) for x in [make(s) for s in seeds]],
-                                       self._flush.zero_, name)
+            return self._clock.loop_ms(lambda: [partial(call, x) for x in make(seeds)], self._flush.zero_, name)
         total = 0
         for seed in seeds:
-            x = make(seed)
+            [x] = make([seed])
             start = _clock_ns()
             call(x)
             total += _clock_ns() - start
