@@ -47,9 +47,9 @@ _process_ns, _thread_ns = time.process_time_ns, time.thread_time_ns
 
 
 # The process's guards, which its one audit hook asks: kept for the process's life, as Python keeps the hook (a
-# profile's guard is made and never held).
-_GUARDS: list[Guard] = []
-_HOOKED = []  # the hook, once added
+# profile's guard is made and never held). A tuple, rebound as each is made (before learner code loads): a change
+# to it shows as a change of this module's namespace, which the guard compares after every call.
+_GUARDS: tuple[Guard, ...] = ()
 
 
 def _audit_for_guards(event: str, args: tuple) -> None:
@@ -66,10 +66,10 @@ class Guard:
         # (label, real path, is a folder, what a shell command reading it would contain)
         self._protected = [(label, os.path.realpath(p), os.path.isdir(p), _token(p))
                            for label, paths in protected.items() for p in paths]
-        if not _HOOKED:
+        global _GUARDS
+        if not _GUARDS:
             sys.addaudithook(_audit_for_guards)  # one hook a process, added before learner code loads
-            _HOOKED.append(_audit_for_guards)
-        _GUARDS.append(self)
+        _GUARDS = (*_GUARDS, self)
 
     def note(self, violation: str) -> None:
         if violation not in self.violations:
