@@ -52,6 +52,25 @@ def checked(make_request, tmp_path, mine: str, spec_source: str = SPEC) -> dict:
     return result
 
 
+# The tail of each workload below that works out answers ahead of their calls: a call answers from its table where
+# it can, and says so in the file SERVED names (each test asserts it stays absent).
+FROM_TABLE = """
+def key(t):
+    return repr(t[0, :4].tolist())
+def answered(state, x):
+    out = table.pop(key(x), None)
+    if out is not None:
+        with open(SERVED, "a") as f:
+            f.write("served\\n")
+    return out if out is not None else x * state["w"]
+"""
+
+
+def ahead(served: Path, source: str) -> str:
+    """`source` (a workload with a `table`), answering from it through FROM_TABLE, `served` its SERVED."""
+    return textwrap.dedent(source) + f"SERVED = {str(served)!r}\n" + FROM_TABLE
+
+
 def right(check: dict) -> bool:
     return check["ok_structure"] and check["rel_l2"] == 0.0
 
@@ -152,29 +171,24 @@ def test_no_call_finds_the_inputs_of_the_calls_after_it(make_request, tmp_path):
     # returned, and on the CPU each input of the loop is made once the call before it returned: nothing ahead to
     # find (when the loop's inputs were made before its first call, they were served all but the first).
     served = tmp_path / "served"
-    result = checked(make_request, tmp_path, f"""
+    result = checked(make_request, tmp_path, ahead(served, """
         import gc, torch
-        table, answered = {{}}, set()
+        table, seen = {}, set()
         def prepare(weights, device):
             return weights
-        def key(t):
-            return repr(t[0, :4].tolist())
         def forward(state, x):
-            answered.add(key(x))
+            seen.add(key(x))
             for o in gc.get_objects():
-                if type(o) is torch.Tensor and o.shape == x.shape and key(o) not in answered:
+                if type(o) is torch.Tensor and o.shape == x.shape and key(o) not in seen:
                     table[key(o)] = o * state["w"]
-            out = table.pop(key(x), None)
-            if out is not None:
-                with open({str(served)!r}, "a") as f:
-                    f.write("served\\n")
-            return out if out is not None else x * state["w"]
-    """)
+            return answered(state, x)
+    """))
     assert wrong_per_round(result)[0] == 0 and not served.exists()
 
 
 # An input made in two operators, so that an allocation comes between them.
-SPEC_IN_TWO = SPEC.replace("return torch.randn(64, 32, generator=g)", "return torch.randn(64, 32, generator=g).mul(1.0)")
+SPEC_IN_TWO = SPEC.replace("return torch.randn(64, 32, generator=g)",
+                           "return torch.randn(64, 32, generator=g).mul(1.0)")
 
 
 def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp_path):
@@ -184,11 +198,9 @@ def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp
     # answer untimed and removes itself before the next check. The collector does not run while the harness checks
     # its operators and makes an input.
     served = tmp_path / "served"
-    result = checked(make_request, tmp_path, f"""
+    result = checked(make_request, tmp_path, ahead(served, """
         import gc, sys, torch
-        table, weights = {{}}, {{}}
-        def key(t):
-            return repr(t[0, :4].tolist())
+        table, weights = {}, {}
         def making():
             frame = sys._getframe(1)
             while frame is not None:
@@ -216,12 +228,8 @@ def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp
             Trap()
             return w
         def forward(state, x):
-            out = table.pop(key(x), None)
-            if out is not None:
-                with open({str(served)!r}, "a") as f:
-                    f.write("served\\n")
-            return out if out is not None else x * state["w"]
-    """, SPEC_IN_TWO)
+            return answered(state, x)
+    """), SPEC_IN_TWO)
     assert wrong_per_round(result)[0] == 0 and not served.exists()
 
 
@@ -259,8 +267,6 @@ import gc, sys, torch
 table = {{}}
 def prepare(weights, device):
     return weights
-def key(t):
-    return repr(t[0, :4].tolist())
 def seeds_in(value):
     if isinstance(value, int) and not isinstance(value, bool) and value > 2**20:
         yield value
@@ -293,18 +299,14 @@ def forward(state, x):
             made = torch.randn(64, 32, generator=g)
             if key(made) != key(x):  # another call's input
                 table[key(made)] = made * state["w"]
-    out = table.pop(key(x), None)
-    if out is not None:
-        with open({served!r}, "a") as f:
-            f.write("served\\n")
-    return out if out is not None else x * state["w"]
+    return answered(state, x)
 """
 
 
 @pytest.mark.parametrize("through_gc", [False, True], ids=["frames", "gc"])
 def test_the_warm_call_finds_no_seed_of_the_calls_after_it(make_request, tmp_path, through_gc):
     served = tmp_path / "served"
-    result = checked(make_request, tmp_path, SEEDS_FINDER.format(through_gc=through_gc, served=str(served)))
+    result = checked(make_request, tmp_path, ahead(served, SEEDS_FINDER.format(through_gc=through_gc)))
     assert wrong_per_round(result)[0] == 0 and not served.exists()
 
 
