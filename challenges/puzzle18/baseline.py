@@ -1,8 +1,8 @@
-"""The decoder's server as it runs today: static batching.
+"""The decoder's server as it runs today.
 
-It takes the requests queued when it is idle (waiting a little for the batch to fill), pads their prompts to
-the longest, and decodes the whole batch until its longest request is done. A request that finishes early
-keeps its slot, padded, to the end; one that arrives meanwhile waits for the whole batch.
+When it is idle it takes the requests queued (waiting a little for up to BATCH of them), pads their prompts to
+the longest, and decodes them together, a token each a step, until each has all its tokens; then it takes the
+next batch.
 
 Each step, the harness gives step() the topic drawn for every request's next token ({rid: topic}); the model
 picks the best token of that topic.
