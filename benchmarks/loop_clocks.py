@@ -4,12 +4,13 @@ call before it returned (issue 76) would do to the figures a grade reads.
     python benchmarks/loop_clocks.py puzzle1 baseline reference alternatives/NAME ... [--rounds 30] [--json]
 
 Each round, on fresh seeds, in a fresh random order of (workload, clock), 6 calls back to back per clock:
-- made before: every input of the loop made before its clock starts (the call clock graded today);
+- made before: every input of the loop made before its clock starts (the call clock graded before issue 76);
 - windows out: each input made in the loop, once the call before returned, on a stream of its own; the window
   is left out of the clock: on the timed stream the span from its last call's end to the input's arrival,
   and where that stream was idle as the window opened, the whole device drained first (counted);
 - from idle: each input made in the loop with the device drained before and after: every call timed alone,
-  from an idle GPU, until the device drains;
+  from an idle GPU, until the device drains (the call clock graded since: tutor.harness.gpu_clock; in "windows
+  out", work a call left on another stream would run free in the next window);
 - held each: each input made in the loop, then the call timed as the GPU clock times one (tutor.harness.gpu_clock:
   the GPU held while the host enqueues it, events around it, what ran past its end event added) and charged the
   longer of that GPU time and the host's time in the call: a loop whose host and GPU overlap perfectly.

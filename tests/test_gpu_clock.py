@@ -9,7 +9,7 @@ from tutor.harness.gpu_clock import PROBE_CALLS
 pytestmark = pytest.mark.gpu
 
 
-def no_inputs(seeds) -> list:
+def no_inputs(seeds, flush) -> list:
     """The call clock's inputs for calls that take none."""
     return [None] * len(seeds)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
-from functools import partial
 
 import torch
 
@@ -123,19 +122,18 @@ class Device:
             self._flush.zero_()
 
     def loop_ms(self, make, call, seeds: list[int], name: str) -> float:
-        """The call clock: `call` on each input `make` makes of `seeds` (a list of them, the inputs in order), back
-        to back; milliseconds per call.
+        """The call clock: `call` on each input `make` makes of `seeds`, in order; milliseconds per call.
 
-        On CUDA from an idle GPU and a cold L2, until every stream drains (tutor.harness.gpu_clock), every input made
-        before the first call, together. On CPU each input is made only once the call before it returned, and each
-        call is timed on its own: no call can reach a later call's input (issue 76), and the host's clock counts the
-        host's work alone, the making left out.
+        Each input is made only once the call before it returned, and each call is timed on its own: no call can
+        reach a later call's input (issue 76). `make(seeds, flush)` makes the inputs of `seeds`, then writes over L2
+        where `flush` asks. On CUDA a call is timed from an idle GPU until every stream drains, L2 cold before the
+        first (tutor.harness.gpu_clock); on CPU the host's clock counts the host's work alone, the making left out.
         """
         if self.cuda:
-            return self._clock.loop_ms(lambda: [partial(call, x) for x in make(seeds)], self._flush.zero_, name)
+            return self._clock.loop_ms(make, call, seeds, name)
         total = 0
         for seed in seeds:
-            [x] = make([seed])
+            [x] = make([seed], flush=False)
             start = _clock_ns()
             call(x)
             total += _clock_ns() - start

@@ -1,10 +1,10 @@
 """How calls on the GPU are timed: two clocks for each workload, from two kinds of run.
 
-- the call clock, what a call costs in a serving loop: a few calls back to back on fresh inputs,
-  the GPU idle and the L2 cold before the first, timed on the host until every stream of the device
-  is drained, per call. One untimed call just before warms the host: a worker that has just waited
-  on its pipe runs its first call 2-6x slower than a loop does (cold caches, a core at low clock;
-  benchmarks/hold_effect.py on the H100). Work on any stream is in it, whatever the events see.
+- the call clock, what a call costs in a serving loop: a few calls on fresh inputs, each input made
+  once the call before returned, each call timed on the host from an idle GPU until every stream of
+  the device is drained (the L2 cold before the first). One untimed call just before warms the host: a
+  worker that has just waited on its pipe runs its first call 2-6x slower than a loop does (cold caches,
+  a core at low clock; benchmarks/hold_effect.py on the H100). Work on any stream is in it, whatever the events see.
 - the GPU clock, the kernels' own time: one call timed with CUDA events, one of two ways chosen
   after warm-up. Held: the whole GPU is held (tutor.harness.hold) while the host enqueues the call,
   so the events time the GPU's work alone; on the shared H100 hosts the host's launch gaps are the
@@ -147,17 +147,23 @@ class GpuClock:
         clock.after_ms.append(after_ms)
         return clock.gpu_call_ms(len(clock.gpu_ms) - 1), out
 
-    def loop_ms(self, make_calls, flush, name: str) -> float:
-        """The call clock: the calls `make_calls` builds, back to back from an idle GPU and a cold L2, until the whole
-        device drains; milliseconds per call."""
-        calls = make_calls()
-        flush()
-        _device_sync()
-        start = _clock_ns()
-        for call in calls:
-            call()
-        _device_sync()
-        ms = max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms) / len(calls)
+    def loop_ms(self, make, call, seeds: list[int], name: str) -> float:
+        """The call clock: `call` on the input `make` makes of each seed, each made only once the call before it
+        returned and the device drained, then timed from an idle GPU until the whole device drains again (L2 cold
+        before the first); milliseconds per call.
+
+        Made in the loop, no call can reach a later call's input (issue 76). Timed from idle, no call's work runs
+        free while the next input is made: a window left out of a clock that work on another stream can still
+        fill (benchmarks/loop_clocks.py measured the designs)."""
+        total = 0.0
+        for k, seed in enumerate(seeds):
+            [x] = make([seed], flush=k == 0)
+            _device_sync()
+            start = _clock_ns()
+            call(x)
+            _device_sync()
+            total += max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms)
+        ms = total / len(seeds)
         self._clock(name).loop_ms.append(ms)
         return ms
 

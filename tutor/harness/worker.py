@@ -254,8 +254,8 @@ class Worker:
         kept = self.kept[name]
         made = []  # the loop's inputs made so far, for a memory budget's count (AllocatorPeak)
 
-        def make(some: list[int]) -> list:  # one check of the harness's operators for the inputs made together
-            inputs = self._inputs(some)
+        def make(some: list[int], flush: bool) -> list:  # one check of the harness's operators for the inputs made together
+            inputs = self._inputs(some, flush)
             made.extend(inputs)
             self._harness_holds(made)
             return inputs
@@ -401,10 +401,14 @@ class Worker:
     def _input(self, seed: int):
         return self._inputs([seed])[0]
 
-    def _inputs(self, seeds: list[int]) -> list:
-        """The inputs `seeds` make, with the harness's own operators: refused if learner code changed them."""
+    def _inputs(self, seeds: list[int], flush: bool = False) -> list:
+        """The inputs `seeds` make, then L2 written over if `flush`, with the harness's own operators: refused if
+        learner code changed them."""
         with self._checked_work():
-            return [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
+            inputs = [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
+            if flush:
+                self.device.flush_l2()
+            return inputs
 
     @contextlib.contextmanager
     def _checked_work(self):
