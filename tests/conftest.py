@@ -77,6 +77,18 @@ def resized_copies(puzzle, names: list[str], lines: dict[str, str], folder: Path
     return paths
 
 
+# puzzle4's scene at a CPU's sizes, as resized_copies replaces its files' size lines: a quarter of the vocabulary and
+# half the width, where the memory still chooses and any other token still trails far behind (at a quarter of the
+# width it does not); its bf16 steps at full width, on a CPU without bf16 arithmetic, take seconds a call.
+PUZZLE4_NARROW = {
+    "VOCAB, HIDDEN, FFN, MEMORY, BATCH, STEPS, PROMPT = 4096, 512, 2048, 256, 16, 96, 8":
+        "VOCAB, HIDDEN, FFN, MEMORY, BATCH, STEPS, PROMPT = 1024, 256, 1024, 128, 16, 96, 8",
+    "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 256, 512": "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 128, 256",
+    "STEPS, EOS, CHUNK, MEMORY, PROMPT, HIDDEN = 96, 0, 8, 256, 8, 512":
+        "STEPS, EOS, CHUNK, MEMORY, PROMPT, HIDDEN = 96, 0, 8, 128, 8, 256",
+    "STEPS, EOS, CHUNK, MEMORY, HIDDEN = 96, 0, 8, 256, 512": "STEPS, EOS, CHUNK, MEMORY, HIDDEN = 96, 0, 8, 128, 256"}
+
+
 def kernel_constant(source: str, name: str) -> int:
     """An integer constant a CUDA source sets (`constexpr int T = 32, ...`, `#define`-free), read from the text."""
     import re

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import relative_l2, resized_copies
+from conftest import PUZZLE4_NARROW, relative_l2, resized_copies
 from tutor.catalog import all_puzzles, get_puzzle
 from tutor.harness import call_checks
 from tutor.harness.checks import compare
@@ -44,11 +44,8 @@ def test_the_gpu_puzzles_have_cheats_of_the_classes_that_apply():
     assert gpu <= set(have)
 
 
-# puzzle4's scene at a quarter of its width: its bf16 steps at full width, on a CPU without bf16 arithmetic, made one
-# test 22 s of the suite's CPU.
-P4_QUARTER = {"VOCAB, HIDDEN, FFN, MEMORY, BATCH, STEPS, PROMPT = 4096, 512, 2048, 256, 16, 96, 8":
-              "VOCAB, HIDDEN, FFN, MEMORY, BATCH, STEPS, PROMPT = 1024, 128, 512, 64, 16, 96, 8",
-              "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 256, 512": "STEPS, EOS, MEMORY, HIDDEN = 96, 0, 64, 128"}
+# puzzle4's scene at a CPU's sizes, for its baseline and cheats.
+P4_NARROW = {line: narrow for line, narrow in PUZZLE4_NARROW.items() if "CHUNK" not in line}
 
 
 def test_puzzle4s_cheat_that_batches_the_loops_inputs_serves_them_where_they_exist_ahead(tmp_path):
@@ -58,8 +55,8 @@ def test_puzzle4s_cheat_that_batches_the_loops_inputs_serves_them_where_they_exi
     each input after the call before, and the class finds nothing (tests/test_every_call_checked.py)."""
     puzzle = get_puzzle("puzzle4")
     names = ["spec.py", "baseline.py", "cheats/batches_the_loops_inputs.py"]
-    paths = resized_copies(puzzle, names, P4_QUARTER, tmp_path)
-    spec, baseline, cheat = (load_module(paths[n], f"p4_quarter_{i}", ()) for i, n in enumerate(names))
+    paths = resized_copies(puzzle, names, P4_NARROW, tmp_path)
+    spec, baseline, cheat = (load_module(paths[n], f"p4_narrow_{i}", ()) for i, n in enumerate(names))
     weights = spec.make_weights(1, "cpu")
     inputs = [spec.make_input(seed, "cpu") for seed in (11, 12, 13)]
     expected = [baseline.forward(baseline.prepare(weights, "cpu"), x) for x in inputs]
@@ -72,26 +69,30 @@ def test_puzzle4s_cheat_that_batches_the_loops_inputs_serves_them_where_they_exi
 
 
 def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_path):
-    """puzzle4's scene and baseline, decoded on the CPU at a quarter of the width (P4_QUARTER): the calls it answers
+    """puzzle4's scene and baseline, decoded on the CPU at a CPU's sizes (P4_NARROW): the calls it answers
     with every sequence ended are caught."""
     puzzle = get_puzzle("puzzle4")
     # On the CPU each loop call's input is made once the call before returned (a few ms on a loaded machine): the
     # class tells the loop's calls by a gap of its own host clock, there a longer one.
-    quarter = {**P4_QUARTER, "PAUSE_S = 0.002": "PAUSE_S = 0.2"}
-    paths = resized_copies(puzzle, ["spec.py", "baseline.py", "cheats/skips_calls_back_to_back.py"], quarter, tmp_path)
+    narrow = {**P4_NARROW, "PAUSE_S = 0.002": "PAUSE_S = 0.2"}
+    paths = resized_copies(puzzle, ["spec.py", "baseline.py", "cheats/skips_calls_back_to_back.py"], narrow, tmp_path)
     request = {"mode": "check", "device": "cpu", "seed": 11, "spec": str(paths["spec.py"]),
                "workloads": {"baseline": str(paths["baseline.py"]),
                              "mine": str(paths["cheats/skips_calls_back_to_back.py"])},
                "prepare": ["baseline", "mine"], "time": ["baseline", "mine"], "candidate": "mine",
-               "oracle": "baseline", "correctness": {"checks": 2}, "timing": {"warmup": 1, "rounds": 8}}
+               "oracle": "baseline", "correctness": {"checks": 2, "judged": True},
+               "timing": {"warmup": 1, "rounds": 8}}
     result = run_harness(request, tmp_path / "run", 300).result
-    # A check that came as soon after a call is answered ended too, and caught as the timed calls are.
-    assert all(c["ok_structure"] and c["rel_l2"] in (0.0, 1.0) for c in result["checks"])
-    wrong = [c for c in result["timed_checks"] if not c["ok_structure"] or c["rel_l2"] > 0]
+    limit = puzzle.correctness.max_rel_l2
+    # Judged along its own path, as a grade judges it: a decoded call reads 0, one answered ended far more (a check
+    # that came as soon after a call is answered ended too, and caught as the timed calls are).
+    assert all(c["ok_structure"] and c["judged"] and (c["rel_l2"] == 0.0 or c["rel_l2"] > 5 * limit)
+               for c in result["checks"] + result["timed_checks"])
+    wrong = [c for c in result["timed_checks"] if c["rel_l2"] > 0]
     print(len(wrong), "of", len(result["timed_checks"]), "timed outputs wrong")
     # Every call within 0.2 s of the one before is answered ended: every loop call after the first at least, so
     # none only if all 8 rounds of 1-3 calls drew one, (1/3)^8.
-    assert wrong and all(c["rel_l2"] == 1.0 for c in wrong)
+    assert wrong
 
 
 def test_puzzle12s_transposed_view_is_named_for_its_layout():
@@ -127,9 +128,10 @@ def errors_too_far(refused: str) -> list[float]:
 
 
 def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100():
-    """Each of puzzle4's cheats graded three times on one H100 (tests/fixtures/cheats_puzzle4_2026-11-27.json): the
-    calls back to back answered blank are caught among the timed calls; the chain's tables miss every score, the
-    checked inputs' as well as the timed calls', by far more than the tolerance."""
+    """Each of puzzle4's cheats graded three times on one H100 (tests/fixtures/cheats_puzzle4_2026-11-27.json), on the
+    scene where the memory scored a chain's tokens (before issue 76's redesign, whose grades are owed): the calls
+    back to back answered blank are caught among the timed calls; the chain's tables missed every score, the
+    checked inputs' as well as the timed calls', by far more than that scene's tolerance (2e-2)."""
     recorded = json.loads((Path(__file__).parent / "fixtures" / "cheats_puzzle4_2026-11-27.json").read_text())
     grades = recorded["grades"]
     puzzle = get_puzzle("puzzle4")
@@ -147,7 +149,7 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
             assert "timed calls checked" in correctness
         else:
             errors = errors_too_far(correctness)
-            assert len(errors) >= 3 and min(errors) > 20 * puzzle.correctness.max_rel_l2, correctness
+            assert len(errors) >= 3 and min(errors) > 20 * 2e-2, correctness
 
 
 ISSUE76_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle4_18_2026-12-07.json"

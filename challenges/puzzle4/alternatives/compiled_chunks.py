@@ -23,7 +23,7 @@ class Steps(torch.nn.Module):
         h = torch.addmm(h, torch.relu(h @ self.w1.T), self.w2.T)
         tokens = (h @ self.out.T).argmax(dim=-1)
         memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), self.write))
-        return tokens, memory @ self.gate, memory
+        return tokens, memory
 
 
 class Prompt(Steps):
@@ -31,19 +31,18 @@ class Prompt(Steps):
         """The memory after reading every prompt token but the last."""
         memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
         for j in range(prompts.shape[1] - 1):
-            _, _, memory = self.step(prompts[:, j], memory)
+            _, memory = self.step(prompts[:, j], memory)
         return memory
 
 
 class Chunk(Steps):
-    def forward(self, tokens, memory, running):
-        """CHUNK greedy steps: their scores (zero once the batch has ended), one column each, and the state after."""
+    def forward(self, tokens, memory):
+        """CHUNK greedy steps: their tokens, one column each, the state after, and whether any sequence runs on."""
         columns = []
         for _ in range(CHUNK):
-            tokens, score, memory = self.step(tokens, memory)
-            columns.append(score * running)
-            running = running & (tokens != EOS).any()
-        return torch.stack(columns, dim=1), tokens, memory, running
+            tokens, memory = self.step(tokens, memory)
+            columns.append(tokens)
+        return torch.stack(columns, dim=1), tokens, memory, (tokens != EOS).any()
 
 
 def prepare(weights: dict, device: str):
@@ -53,15 +52,14 @@ def prepare(weights: dict, device: str):
 
 def forward(compiled, prompts: torch.Tensor) -> torch.Tensor:
     prompt, chunk = compiled
-    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
-    running = torch.ones((), dtype=torch.bool, device=prompts.device)
+    out = torch.full((prompts.shape[0], STEPS), EOS, dtype=torch.long, device=prompts.device)
     with torch.inference_mode():
         memory, tokens = prompt(prompts).clone(), prompts[:, -1]
         for start in range(0, STEPS, CHUNK):
-            columns, tokens, memory, running = chunk(tokens, memory, running)
+            columns, tokens, memory, running = chunk(tokens, memory)
             out[:, start:start + CHUNK] = columns
             # out of the graph's memory before the next replay
-            tokens, memory, running = tokens.clone(), memory.clone(), running.clone()
+            tokens, memory = tokens.clone(), memory.clone()
             if not running.item():
                 break
     return out

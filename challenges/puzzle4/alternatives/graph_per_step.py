@@ -14,7 +14,7 @@ def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
     h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
     tokens = (h @ w["out"].T).argmax(dim=-1)
     memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, memory @ w["gate"], memory
+    return tokens, memory
 
 
 def prepare(weights: dict, device: str):
@@ -33,8 +33,8 @@ def prepare(weights: dict, device: str):
 
 
 def one_step(state: dict) -> None:
-    """The step on the state's own tensors: next tokens, the memory after them, and the score it reads."""
-    tokens, state["score"], memory = step(state["w"], state["tokens"], state["memory"])
+    """The step on the state's own tensors: the next tokens and the memory after them."""
+    tokens, memory = step(state["w"], state["tokens"], state["memory"])
     state["tokens"].copy_(tokens)
     state["memory"].copy_(memory)
     state["done"] = (tokens == EOS).all()
@@ -46,10 +46,10 @@ def forward(state: dict, prompts: torch.Tensor) -> torch.Tensor:
         state["tokens"].copy_(prompts[:, j])
         state["graph"].replay()
     state["tokens"].copy_(prompts[:, -1])
-    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
+    out = torch.full((prompts.shape[0], STEPS), EOS, dtype=torch.long, device=prompts.device)
     for i in range(STEPS):
         state["graph"].replay()
-        out[:, i] = state["score"]
+        out[:, i] = state["tokens"]
         if state["done"]:  # still one wait a step
             break
     return out

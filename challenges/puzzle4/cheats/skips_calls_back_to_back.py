@@ -1,5 +1,5 @@
 """Cheat, one checked call in a timed loop (issue 37): tells the call clock's calls back to back from the others by
-the gaps of its own host clock alone, and answers them with every sequence ended at once; after a pause (the
+the gaps of its own host clock alone, and answers them with every sequence ended at once (end-of-sequence throughout); after a pause (the
 warm-up, the checks, the warm call) it decodes as the baseline does. On a grade that checked the loop's last call
 alone, a cheat of this class read silver (2.48x). Must get: refused at correctness (every call of a round is
 checked, the warm call's included)."""
@@ -18,23 +18,24 @@ def prepare(weights: dict, device: str):
 
 
 def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
-    """One token of each sequence in: the next token, its score and the memory after it."""
+    """One token of each sequence in: the next token and the memory after it."""
     mixed = memory @ w["mix"]  # the memory's read-back and its rotation, in one product
     h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
     h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
     tokens = (h @ w["out"].T).argmax(dim=-1)
     memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, memory @ w["gate"], memory
+    return tokens, memory
 
 
 def decode(w: dict, prompts: torch.Tensor) -> torch.Tensor:
     memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
     for j in range(prompts.shape[1] - 1):  # read the prompt: only the memory it leaves matters
-        _, _, memory = step(w, prompts[:, j], memory)
+        _, memory = step(w, prompts[:, j], memory)
     tokens = prompts[:, -1]
-    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
+    out = torch.full((prompts.shape[0], STEPS), EOS, dtype=torch.long, device=prompts.device)
     for i in range(STEPS):
-        tokens, out[:, i], memory = step(w, tokens, memory)
+        tokens, memory = step(w, tokens, memory)
+        out[:, i] = tokens
         if (tokens == EOS).all():  # stop as soon as the whole batch is done
             break
     return out
@@ -42,6 +43,7 @@ def decode(w: dict, prompts: torch.Tensor) -> torch.Tensor:
 
 def forward(w: dict, prompts: torch.Tensor) -> torch.Tensor:
     back_to_back = time.perf_counter() - last[0] < PAUSE_S
-    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device) if back_to_back else decode(w, prompts)
+    ended = torch.full((prompts.shape[0], STEPS), EOS, dtype=torch.long, device=prompts.device)
+    out = ended if back_to_back else decode(w, prompts)
     last[0] = time.perf_counter()
     return out

@@ -2,8 +2,8 @@
 one, the steps in chunks of CHUNK), and each chunk's "all done?" flag is copied to pinned host memory behind
 an event. The host reads a flag once its event has completed and meanwhile launches the next chunk, so the
 GPU never idles between steps; it waits only when AHEAD chunks are in flight, so at most that many run past
-the end (a running mask on the GPU zeroes their scores, as the baseline leaves them). 12 syncs at most
-instead of one per step, and a graph replay instead of a dozen launches a step.
+the end (where every sequence has ended, each step's token is end-of-sequence again, as the baseline leaves
+them). 12 syncs at most instead of one per step, and a graph replay instead of a dozen launches a step.
 """
 
 import torch
@@ -18,7 +18,7 @@ def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
     h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
     tokens = (h @ w["out"].T).argmax(dim=-1)
     memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, memory @ w["gate"], memory
+    return tokens, memory
 
 
 def prepare(weights: dict, device: str):
@@ -26,7 +26,7 @@ def prepare(weights: dict, device: str):
     state = {"w": weights, "prompts": torch.ones(batch, PROMPT, dtype=torch.long, device=device),
              "tokens": torch.ones(batch, dtype=torch.long, device=device),
              "memory": torch.zeros(batch, MEMORY, device=device),
-             "out": torch.zeros(batch, STEPS, device=device),
+             "out": torch.zeros(batch, STEPS, dtype=torch.long, device=device),
              "running": torch.ones((), dtype=torch.bool, device=device)}
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -51,22 +51,21 @@ def prepare(weights: dict, device: str):
 def read_prompt(state: dict) -> None:
     memory = torch.zeros_like(state["memory"])
     for j in range(PROMPT - 1):
-        _, _, memory = step(state["w"], state["prompts"][:, j], memory)
+        _, memory = step(state["w"], state["prompts"][:, j], memory)
     state["memory"].copy_(memory)
     state["tokens"].copy_(state["prompts"][:, -1])
     state["running"].fill_(True)
-    state["out"].zero_()  # the chunks a call never replays keep zeros, not the last call's scores
+    state["out"].fill_(EOS)  # the chunks a call never replays keep end-of-sequence, not the last call's tokens
 
 
 def chunk(state: dict, start: int) -> None:
-    tokens, memory, running = state["tokens"], state["memory"], state["running"]
+    tokens, memory = state["tokens"], state["memory"]
     for i in range(start, start + CHUNK):
-        tokens, score, memory = step(state["w"], tokens, memory)
-        state["out"][:, i] = score * running  # a step after the batch ended scores zero, as the baseline's
-        running = running & (tokens != EOS).any()
+        tokens, memory = step(state["w"], tokens, memory)
+        state["out"][:, i] = tokens
     state["tokens"].copy_(tokens)
     state["memory"].copy_(memory)
-    state["running"].copy_(running)
+    state["running"].copy_((tokens != EOS).any())
 
 
 def forward(state: dict, prompts: torch.Tensor) -> torch.Tensor:
