@@ -247,8 +247,10 @@ def test_the_redesigned_scenes_cheats_were_refused_on_the_gpu():
         elif grade["puzzle"] == "puzzle18":
             assert "without their logit" in refused or "the logits do not" in refused, refused
         else:
+            # puzzle8's grades are of its scene before issue 76's redesign (owed on the new one), at that scene's limit.
+            limit = 5e-3 if grade["puzzle"] == "puzzle8" else puzzle.correctness.max_rel_l2
             errors = errors_too_far(refused)
-            assert len(errors) >= 3 and min(errors) > 10 * puzzle.correctness.max_rel_l2, refused
+            assert len(errors) >= 3 and min(errors) > 10 * limit, refused
 
 
 # The new puzzles' cheats on one H100, over several device calls (`benchmarks/grade_cheats.py`), each fixture with the

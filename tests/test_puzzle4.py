@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import PUZZLE4_NARROW, memory_unread, puzzle_file, resized_copies
+from conftest import PUZZLE4_NARROW, float32_step, memory_unread, puzzle_file, resized_copies
 from tutor.catalog import get_puzzle
 from tutor.harness.checks import compare
 from tutor.harness.loading import load_module
@@ -121,20 +121,11 @@ def test_any_other_token_trails_the_two_next_ones_far_behind():
 
 
 def wide_forward(weights: dict, prompts: torch.Tensor) -> torch.Tensor:
-    """The baseline's decode with every step in float32: a larger difference than any honest kernel's order of
-    sums makes."""
-    w = {k: v.float() for k, v in weights.items()}
+    """The baseline's decode with every step in float32."""
     step = BASELINE.step
-
-    def wide_step(w, tokens, memory):
-        mixed = memory @ w["mix"]
-        h = w["embed"][tokens] + mixed[:, :SPEC.HIDDEN]
-        h = h + torch.relu(h @ w["w1"].T) @ w["w2"].T
-        return (h @ w["out"].T).argmax(dim=-1), torch.tanh(mixed[:, SPEC.HIDDEN:] + h @ w["write"])
-
-    BASELINE.step = wide_step
+    BASELINE.step = float32_step(SPEC.HIDDEN)
     try:
-        return BASELINE.forward(w, prompts)
+        return BASELINE.forward({k: v.float() for k, v in weights.items()}, prompts)
     finally:
         BASELINE.step = step
 

@@ -8,7 +8,7 @@ import re
 
 import torch
 
-STEPS, MEMORY, HIDDEN = 64, 256, 1024
+STEPS, MEMORY, HIDDEN, PAD = 64, 256, 1024, -1
 
 
 def prepare(weights: dict, device: str):
@@ -17,34 +17,33 @@ def prepare(weights: dict, device: str):
 
 
 def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
-    """One token of each sequence in: the next token, its score and the memory after it."""
+    """One token of each sequence in: the next token and the memory after it."""
     mixed = memory @ w["mix"]  # the memory's read-back and its rotation, in one product
     h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
     h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
     tokens = (h @ w["out"].T).argmax(dim=-1)
     memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, 1 + memory @ w["gate"], memory
+    return tokens, memory
 
 
 def read_prompt(w: dict, prompts: torch.Tensor) -> torch.Tensor:
     """The memory the prompt leaves (its choices unread): decoding starts from it and the prompt's last token."""
     memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
     for j in range(prompts.shape[1] - 1):
-        _, _, memory = step(w, prompts[:, j], memory)
+        _, memory = step(w, prompts[:, j], memory)
     return memory
 
 
 def forward(s: dict, prompts: torch.Tensor) -> torch.Tensor:
     w = s["w"]
     memory, tokens = read_prompt(w, prompts), prompts[:, -1]
-    columns, scores = [], []
+    columns = []
     for _ in range(STEPS):
-        tokens, score, memory = step(w, tokens, memory)
+        tokens, memory = step(w, tokens, memory)
         columns.append(tokens)
-        scores.append(score)
-    out = torch.stack(scores, dim=1)
+    out = torch.stack(columns, dim=1)
     ends = []
-    for row in torch.stack(columns, dim=1).tolist():  # one sync, then the host's search, word by word as the baseline reads them
+    for row in out.tolist():  # one sync, then the host's search, word by word as the baseline reads them
         text, end = "", STEPS
         for i, t in enumerate(row):
             text += " " + w["words"][t]
@@ -53,4 +52,4 @@ def forward(s: dict, prompts: torch.Tensor) -> torch.Tensor:
                 break
         ends.append(end)
     after = torch.arange(STEPS, device=out.device) > torch.tensor(ends, device=out.device)[:, None]
-    return out.masked_fill(after, 0.0)
+    return out.masked_fill(after, PAD)

@@ -8,7 +8,7 @@ import re
 
 import torch
 
-STEPS, MEMORY, HIDDEN = 64, 256, 1024
+STEPS, MEMORY, HIDDEN, PAD = 64, 256, 1024, -1
 
 
 def prepare(weights: dict, device: str):
@@ -18,32 +18,33 @@ def prepare(weights: dict, device: str):
 
 
 def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
-    """One token of each sequence in: the next token, its score and the memory after it."""
+    """One token of each sequence in: the next token and the memory after it."""
     mixed = memory @ w["mix"]  # the memory's read-back and its rotation, in one product
     h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
     h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
     tokens = (h @ w["out"].T).argmax(dim=-1)
     memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, 1 + memory @ w["gate"], memory
+    return tokens, memory
 
 
 def read_prompt(w: dict, prompts: torch.Tensor) -> torch.Tensor:
     """The memory the prompt leaves (its choices unread): decoding starts from it and the prompt's last token."""
     memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
     for j in range(prompts.shape[1] - 1):
-        _, _, memory = step(w, prompts[:, j], memory)
+        _, memory = step(w, prompts[:, j], memory)
     return memory
 
 
 def forward(s: dict, prompts: torch.Tensor) -> torch.Tensor:
     w = s["w"]
     memory, tokens = read_prompt(w, prompts), prompts[:, -1]
-    out = torch.zeros(prompts.shape[0], STEPS, device=prompts.device)
+    out = torch.full((prompts.shape[0], STEPS), PAD, device=prompts.device)
     texts, ends = [""] * prompts.shape[0], [STEPS] * prompts.shape[0]
     behind = None  # (step, event) whose tokens the host reads next
     for i in range(STEPS + 1):
         if i < STEPS:
-            tokens, out[:, i], memory = step(w, tokens, memory)
+            tokens, memory = step(w, tokens, memory)
+            out[:, i] = tokens
             s["landed"][i % 2].copy_(tokens, non_blocking=True)
             event = torch.cuda.Event()
             event.record()
@@ -59,4 +60,4 @@ def forward(s: dict, prompts: torch.Tensor) -> torch.Tensor:
                 break
         behind = (i, event)
     after = torch.arange(STEPS, device=out.device) > torch.tensor(ends, device=out.device)[:, None]
-    return out.masked_fill(after, 0.0)
+    return out.masked_fill(after, PAD)

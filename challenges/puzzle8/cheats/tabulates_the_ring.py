@@ -1,38 +1,32 @@
-"""Cheat, a scene answered without its work (issue 37): the ring is public (the spec draws it from a fixed seed),
-so a token's successor needs no model. In prepare() it decodes every start token's whole stretch of the ring once,
-batched, from an empty memory, and keeps each step's score; a call looks its answer up by each prompt's last
-token and zeroes it after the stop word the ring says, running no step of the model and no search. When a call
-returned tokens, this answered it exactly.
-Must get: refused at correctness (each score reads a memory of the whole history, the prompt drawn at grade time
-included: an empty memory's scores miss by far more than the tolerance)."""
+"""Cheat, a scene answered without its work (issue 37, then issue 76): each token's next token read off the model
+once for the whole vocabulary in prepare() with an empty memory, and the stop words as a table; a call follows each
+sequence through the tables on the GPU, launched ahead without a single wait and never running the model, PAD after
+its stop word. On the scene where the ring's tokens were fixed and the memory only scored them, the tokens were the
+table's. Must get: refused at correctness (which of a token's two next tokens comes is the memory's choice, read
+back into every step from a prompt drawn at grade time: the table picks the other about half the time, and stops
+where the decode does not)."""
 
 import torch
 
-VOCAB, STEPS, MEMORY, HIDDEN, STOP_EVERY = 8192, 64, 256, 1024, 64
-ORDER = torch.randperm(VOCAB, generator=torch.Generator().manual_seed(8))  # the spec's ring, drawn as it draws it
-
-
-def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
-    mixed = memory @ w["mix"]
-    h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
-    h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
-    tokens = (h @ w["out"].T).argmax(dim=-1)
-    memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, 1 + memory @ w["gate"], memory
+STEPS, PAD = 64, -1
 
 
 def prepare(weights: dict, device: str):
-    tokens = torch.arange(VOCAB, device=device)  # every start token at once
-    memory = torch.zeros(VOCAB, MEMORY, device=device)
-    scores = []
-    for _ in range(STEPS):
-        tokens, score, memory = step(weights, tokens, memory)
-        scores.append(score)
-    place = torch.argsort(ORDER).to(device)
-    ends = STOP_EVERY - 2 - place % STOP_EVERY  # the step each start token's stretch meets its stop word
-    table = torch.stack(scores, 1)
-    return table.masked_fill(torch.arange(STEPS, device=device) > ends[:, None], 0.0)
+    w = weights
+    every = torch.arange(w["embed"].shape[0], device=device)
+    h = w["embed"][every]
+    h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
+    stops = set(w["stop_words"])
+    return {"next": (h @ w["out"].T).argmax(dim=-1),
+            "is_stop": torch.tensor([word in stops for word in w["words"]], device=device)}
 
 
-def forward(table: torch.Tensor, prompts: torch.Tensor) -> torch.Tensor:
-    return table[prompts[:, -1]]
+def forward(table: dict, prompts: torch.Tensor) -> torch.Tensor:
+    tokens = prompts[:, -1]
+    out = torch.full((prompts.shape[0], STEPS), PAD, device=prompts.device)
+    stopped = torch.zeros(prompts.shape[0], dtype=torch.bool, device=prompts.device)
+    for i in range(STEPS):  # every step launched: no wait, and the tables instead of the model
+        tokens = table["next"][tokens]
+        out[:, i] = tokens.masked_fill(stopped, PAD)
+        stopped |= table["is_stop"][tokens]
+    return out

@@ -2,28 +2,28 @@
 and the search is for whole words), so the check is a lookup in a table of stop tokens, on the GPU, in the same
 steps as the model. The prompt's read and the steps run as CUDA graphs (the prompt one, the steps CHUNK at a
 time); after each chunk the host asks once whether every sequence has ended (STEPS // CHUNK syncs at most,
-instead of a detokenise-and-search after every step), and the scores are zeroed after each sequence's stop word.
+instead of a detokenise-and-search after every step), and PAD follows each sequence's stop word.
 """
 
 import torch
 
-STEPS, MEMORY, HIDDEN, CHUNK, BATCH, PROMPT = 64, 256, 1024, 16, 64, 8
+STEPS, MEMORY, HIDDEN, CHUNK, BATCH, PROMPT, PAD = 64, 256, 1024, 16, 64, 8, -1
 
 
 def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
-    """One token of each sequence in: the next token, its score and the memory after it."""
+    """One token of each sequence in: the next token and the memory after it."""
     mixed = memory @ w["mix"]  # the memory's read-back and its rotation, in one product
     h = w["embed"][tokens] + mixed[:, :HIDDEN].to(torch.bfloat16)
     h = torch.addmm(h, torch.relu(h @ w["w1"].T), w["w2"].T)
     tokens = (h @ w["out"].T).argmax(dim=-1)
     memory = torch.tanh(torch.addmm(mixed[:, HIDDEN:], h.float(), w["write"]))
-    return tokens, 1 + memory @ w["gate"], memory
+    return tokens, memory
 
 
 def read_prompt(s: dict) -> None:
     memory = torch.zeros(BATCH, MEMORY, device=s["prompts"].device)
     for j in range(PROMPT - 1):
-        _, _, memory = step(s["w"], s["prompts"][:, j], memory)
+        _, memory = step(s["w"], s["prompts"][:, j], memory)
     s["memory"].copy_(memory)
     s["tokens"].copy_(s["prompts"][:, -1])
     s["ends"].fill_(STEPS)
@@ -32,7 +32,8 @@ def read_prompt(s: dict) -> None:
 def chunk(s: dict, start: int) -> None:
     tokens, memory = s["tokens"], s["memory"]
     for i in range(start, start + CHUNK):
-        tokens, s["out"][:, i], memory = step(s["w"], tokens, memory)
+        tokens, memory = step(s["w"], tokens, memory)
+        s["out"][:, i] = tokens
         ended = s["is_stop"][tokens] & (s["ends"] == STEPS)  # this step's word is the sequence's first stop word
         s["ends"].masked_fill_(ended, i)
     s["tokens"].copy_(tokens)
@@ -48,7 +49,7 @@ def prepare(weights: dict, device: str):
          "prompts": torch.zeros(BATCH, PROMPT, dtype=torch.long, device=device),
          "tokens": torch.zeros(BATCH, dtype=torch.long, device=device),
          "memory": torch.zeros(BATCH, MEMORY, device=device),
-         "out": torch.zeros(BATCH, STEPS, device=device),
+         "out": torch.full((BATCH, STEPS), PAD, device=device),
          "ends": torch.full((BATCH,), STEPS, dtype=torch.long, device=device),
          "done": torch.zeros((), dtype=torch.bool, device=device),
          "steps": torch.arange(STEPS, device=device)}
@@ -71,10 +72,10 @@ def prepare(weights: dict, device: str):
 
 def forward(s: dict, prompts: torch.Tensor) -> torch.Tensor:
     s["prompts"].copy_(prompts)
-    s["out"].zero_()
+    s["out"].fill_(PAD)
     s["graphs"][0].replay()  # the prompt's read
     for graph in s["graphs"][1:]:
         graph.replay()
         if s["done"].item():  # one sync a chunk: the only time the host waits
             break
-    return s["out"].masked_fill(s["steps"] > s["ends"][:, None], 0.0)
+    return s["out"].masked_fill(s["steps"] > s["ends"][:, None], PAD)
