@@ -49,10 +49,10 @@ P4_NARROW = {line: narrow for line, narrow in PUZZLE4_NARROW.items() if "CHUNK" 
 
 
 def test_puzzle4s_cheat_that_batches_the_loops_inputs_serves_them_where_they_exist_ahead(tmp_path):
-    """Issue 76's class on puzzle4: where a loop's inputs exist before its first call (the call clock's on CUDA, so
-    far), the first call finds the others alive and decodes them all as one batch, and each later call is served
-    from its table with the baseline's scores: no launch saved but by batching calls. On the CPU the harness makes
-    each input after the call before, and the class finds nothing (tests/test_every_call_checked.py)."""
+    """Issue 76's class on puzzle4: where a loop's inputs exist before its first call (as the CUDA call clock's did),
+    the first call finds the others alive and decodes them all as one batch, and each later call is served from its
+    table with the baseline's tokens: no launch saved but by batching calls. The harness makes each input after the
+    call before, on the CPU and on CUDA, and the class finds nothing (tests/test_every_call_checked.py)."""
     puzzle = get_puzzle("puzzle4")
     names = ["spec.py", "baseline.py", "cheats/batches_the_loops_inputs.py"]
     paths = resized_copies(puzzle, names, P4_NARROW, tmp_path)
