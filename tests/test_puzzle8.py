@@ -74,7 +74,8 @@ def test_each_sequence_goes_where_its_decode_finds_and_stops_at_its_first_stop_w
     for b, end in enumerate(stops(tokens).tolist()):
         steps = (SPEC.PLACE[tokens[b, :end + 1]] - SPEC.PLACE[fed[b, :end + 1]]) % SPEC.VOCAB
         assert set(steps.tolist()) <= set(SPEC.STRIDES)
-        assert is_stop[tokens[b, end]] and not is_stop[tokens[b, :end]].any() and (tokens[b, end + 1:] == SPEC.PAD).all()
+        assert is_stop[tokens[b, end]] and not is_stop[tokens[b, :end]].any()
+        assert (tokens[b, end + 1:] == SPEC.PAD).all()
     print("the batch ends at step", int(stops(tokens).max()) + 1)
     assert SPEC.STEPS // 4 <= int(stops(tokens).max()) < SPEC.STEPS - 1
     assert judged(state, prompts, tokens) == 0.0
@@ -181,7 +182,8 @@ def test_the_references_graphed_parts_give_the_baselines_tokens_eagerly(narrow):
     state = {"w": weights, "is_stop": spec.is_stop(weights["words"], weights["stop_words"], "cpu"),
              "prompts": torch.zeros(spec.BATCH, spec.PROMPT, dtype=torch.long),
              "tokens": torch.zeros(spec.BATCH, dtype=torch.long), "memory": torch.zeros(spec.BATCH, spec.MEMORY),
-             "out": torch.zeros(spec.BATCH, spec.STEPS, dtype=torch.long), "ends": torch.zeros(spec.BATCH, dtype=torch.long),
+             "out": torch.zeros(spec.BATCH, spec.STEPS, dtype=torch.long),
+             "ends": torch.zeros(spec.BATCH, dtype=torch.long),
              "done": torch.zeros((), dtype=torch.bool), "steps": torch.arange(spec.STEPS)}
     shortest = min((spec.make_input(seed, "cpu") for seed in range(4, 7)),
                    key=lambda p: int(spec.PLACE[p[:, -1]].remainder(spec.STOP_EVERY).min()))

@@ -1,6 +1,6 @@
 """Cheat, one checked call in a timed loop (issue 37): tells the call clock's calls back to back from the others by
-the gaps of its own host clock alone, and answers them with every sequence ended at once (end-of-sequence throughout); after a pause (the
-warm-up, the checks, the warm call) it decodes as the baseline does. On a grade that checked the loop's last call
+the gaps of its own host clock alone, and answers them with every sequence ended at once (end-of-sequence
+throughout); after a pause (the warm-up, the checks, the warm call) it decodes as the baseline does. On a grade that checked the loop's last call
 alone, a cheat of this class read silver (2.48x). Must get: refused at correctness (every call of a round is
 checked, the warm call's included)."""
 
