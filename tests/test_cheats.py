@@ -74,7 +74,7 @@ def test_puzzle4s_cheat_that_skips_calls_back_to_back_is_refused_on_the_cpu(tmp_
     puzzle = get_puzzle("puzzle4")
     # On the CPU each loop call's input is made once the call before returned (a few ms on a loaded machine): the
     # class tells the loop's calls by a gap of its own host clock, there a longer one.
-    narrow = {**P4_NARROW, "PAUSE_S = 0.002": "PAUSE_S = 0.2"}
+    narrow = {**P4_NARROW, "PAUSE_S = 0.01": "PAUSE_S = 0.2"}
     paths = resized_copies(puzzle, ["spec.py", "baseline.py", "cheats/skips_calls_back_to_back.py"], narrow, tmp_path)
     request = {"mode": "check", "device": "cpu", "seed": 11, "spec": str(paths["spec.py"]),
                "workloads": {"baseline": str(paths["baseline.py"]),

@@ -430,29 +430,26 @@ def prepare(weights, device):
 def forward(w, x):
     return (x @ w).cpu()
 """
-# Waits for its copy only after a pause (the checks, held or not, and the warm call): in calls back to back it
-# returns a pinned buffer its copy is still filling, and saves the wait.
-WAITS_ONLY_AFTER_A_PAUSE = """
-import time, torch
-last = [0.0]
+# Never waits for its copy: returns a pinned buffer its copy is still filling. It once waited only after a pause (the
+# checks, the warm call), to save the wait in calls back to back; since each call of the loop is timed on its own
+# until the device drains (issue 76), the wait it skips is in its clock anyway, and a gap of 2 ms read as a pause
+# before every call (the input made and the harness's operators checked in between): it waited every time.
+NEVER_WAITS = """
+import torch
 def prepare(weights, device):
     return weights["w"]
 def forward(w, x):
-    paused = time.perf_counter() - last[0] > 0.002
     out = torch.empty(x.shape[0], w.shape[1], pin_memory=True)
     out.copy_(x @ w, non_blocking=True)
-    if paused:
-        torch.cuda.current_stream().synchronize()
-    last[0] = time.perf_counter()
     return out
 """
 
 
 @pytest.mark.gpu
-def test_gpu_a_host_output_still_being_written_in_calls_back_to_back_is_caught(tmp_path):
+def test_gpu_a_host_output_still_being_written_when_returned_is_caught(tmp_path):
     folder = tmp_path / "p"
     folder.mkdir()
-    for name, src in {"spec": HOST_SPEC, "baseline": HOST_BASELINE, "mine": WAITS_ONLY_AFTER_A_PAUSE}.items():
+    for name, src in {"spec": HOST_SPEC, "baseline": HOST_BASELINE, "mine": NEVER_WAITS}.items():
         (folder / f"{name}.py").write_text(src)
     request = {"mode": "check", "device": "cuda", "seed": 7, "spec": str(folder / "spec.py"),
                "workloads": {n: str(folder / f"{n}.py") for n in ("baseline", "mine")},
@@ -462,7 +459,7 @@ def test_gpu_a_host_output_still_being_written_in_calls_back_to_back_is_caught(t
     result = run_harness(request, tmp_path / "run", 300).result
     late = [c for c in result["timed_checks"] if "still being written" in c.get("problem", "")]
     print("still being written:", len(late), "of", len(result["timed_checks"]))
-    assert all(c["ok_structure"] for c in result["checks"]) and len(late) >= 6
+    assert len(late) >= 6
 
 
 @pytest.mark.gpu
