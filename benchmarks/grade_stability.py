@@ -118,6 +118,7 @@ def main() -> int:
         rows.append({"run": i + 1, "rounds": graded.timing.rounds, "started": started, "passed": v.passed,
                      "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,
                      "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},
+                     "failed": {c.name: c.details[:6] for c in v.criteria if not c.passed},
                      "samples_ms": raw.get("samples_ms", {}), "clocks": raw.get("clocks", {}),
                      # A serving grade's replay pairs: (the baseline's figures, the learner's), each.
                      "serving_pairs": raw.get("pairs", []), "gpu_busy": raw.get("gpu_busy"),

@@ -174,6 +174,20 @@ def test_the_cheats_that_learn_the_future_earned_nothing_on_the_h100():
             assert wrong > 0.9 * checked, correctness
 
 
+PER_CALL_LOOP_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle4_per_call_loop_2026-12-07.json"
+
+
+def test_the_cheat_that_batches_the_loops_inputs_found_none_on_the_h100():
+    """Graded once on one H100 (PER_CALL_LOOP_CHEATS; two more grades owed) once the CUDA loop made each input after
+    the call before: with nothing ahead to find, it decodes every call itself, at the baseline's speed (0.95x), where
+    it read gold at 3.6x when the loop's inputs were made before its first call."""
+    recorded = json.loads(PER_CALL_LOOP_CHEATS.read_text())
+    assert "H100" in recorded["card"]
+    [grade] = recorded["grades"]
+    assert (grade["puzzle"], grade["which"], grade["tier"]) == ("puzzle4", "cheats/batches_the_loops_inputs", "")
+    assert grade["speedups"]["baseline"] < get_puzzle("puzzle4").tiers[0].min_speedup
+
+
 def graded_three_times_but(grades: list[dict], puzzles: set[str], owed: set) -> set:
     """The (puzzle, cheat) pairs `grades` holds, after checking them against the cheats these puzzles ship: each
     graded three times or more but those still `owed`, and none that ships no longer."""
