@@ -5,10 +5,10 @@ ORDER (ORDER[0] is end-of-sequence, EOS), and from its place k a token goes on t
 place k - 1 or place k - 3 (STRIDES). Which one, the model's memory decides: each sequence's memory (MEMORY
 floats) is written by every step, from its hidden state and the memory before it, and read back into the next
 step's input; the output projection's rows for the two next tokens score the same on a step's hidden state
-without its memory (the rows solved so: `_rows_scoring_alike`), and its last CHOICE dimensions, where the
-memory's read-back alone writes, break the tie. So the next token is known only once the step before it has run,
+without its memory (the rows solved so: `_rows_scoring_alike`), and the last eighth of its dimensions, where
+the memory's read-back alone writes, breaks the tie. So the next token is known only once the step before it has run,
 from a prompt of 7 tokens drawn at grade time before the one decoding starts from: where a sequence goes, and
-when the batch ends, is found by decoding it. Any other token trails the two by about 200 or more.
+when the batch ends, is found by decoding it. Any other token trails the two by about 150 or more.
 
 Two next tokens can score nearly alike, and another order of sums may pick the other: a call's tokens are judged
 along their own path (judge, as tutor.harness.worker.Worker.judge runs it), each choice's logit against the best of
@@ -29,8 +29,8 @@ PLACE[ORDER] = torch.arange(VOCAB)
 WRITE_GAIN = 0.5  # the hidden state's share of the memory's next value, against the rotated memory's
 READ_GAIN = 0.2  # the memory's share of a step's input
 LEAD = 768.0  # a next token's logit on its step's hidden state without the memory: any other's is near 0
-BRANCH_GAIN = 6.0  # how far the memory moves each logit: the two next tokens part by about 33 (tests)
-TIE = 16.0  # the judge: a choice this close to its step's best is as good (bf16's rounding at 512 is 4)
+BRANCH_GAIN = 6.0  # how far the memory moves each logit: the two next tokens part by about 35 on average
+TIE = 16.0  # the judge: a choice this close to its step's best is as good (bf16's rounding near LEAD is 4)
 NEAREST, FARTHEST = 40, 130  # the place the batch's farthest sequence starts from: calls end at steps 25-70
 
 

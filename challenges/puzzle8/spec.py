@@ -37,8 +37,8 @@ STOP_WORDS = sorted(WORDS[int(t)] for t in ORDER.view(-1, STOP_EVERY)[:, -STOP_B
 WRITE_GAIN = 0.5  # the hidden state's share of the memory's next value, against the rotated memory's
 READ_GAIN = 0.2  # the memory's share of a step's input
 LEAD = 768.0  # a next token's logit on its step's hidden state without the memory: any other's is near 0
-BRANCH_GAIN = 6.0  # how far the memory moves each logit: the two next tokens part by about 35 (tests)
-TIE = 16.0  # the judge: a choice this close to its step's best is as good (bf16's rounding at 768 is 4)
+BRANCH_GAIN = 6.0  # how far the memory moves each logit: the two next tokens part by about 35 on average
+TIE = 16.0  # the judge: a choice this close to its step's best is as good (bf16's rounding near LEAD is 4)
 NEAREST, FARTHEST = 40, 62  # places before its stop band the batch's farthest sequence starts from
 
 
