@@ -156,7 +156,7 @@ def test_no_table_answers_a_call():
     assert judged(weights, prompts, cheat.forward(cheat.prepare(weights, "cpu"), prompts)) > 20 * TOLERANCE
 
 
-def test_a_decode_stopped_early_or_a_token_out_of_the_vocabulary_is_refused():
+def test_a_decode_stopped_early_a_token_out_of_the_vocabulary_or_one_past_the_end_is_refused():
     weights, prompts = SPEC.make_weights(4, "cpu"), SPEC.make_input(9, "cpu")
     tokens = BASELINE.forward(weights, prompts)
     early = tokens.clone()
@@ -165,6 +165,9 @@ def test_a_decode_stopped_early_or_a_token_out_of_the_vocabulary_is_refused():
     outside = tokens.clone()
     outside[0, 0] = SPEC.VOCAB + 5
     assert judged(weights, prompts, outside) > 20 * TOLERANCE
+    past_the_end = tokens.clone()  # the judge stops at the batch's end only where every later token is EOS
+    past_the_end[3, ends(tokens) + 2] = SPEC.ORDER[5]
+    assert judged(weights, prompts, past_the_end) > 20 * TOLERANCE
 
 
 def test_the_graph_per_step_alternative_gives_the_baselines_tokens_eagerly(narrow):

@@ -123,7 +123,11 @@ def judge(weights: dict, prompts: torch.Tensor, tokens: torch.Tensor) -> tuple[t
         _, memory = step(weights, prompts[:, j], memory)
     fed = torch.cat([prompts[:, -1:], tokens[:, :-1]], dim=1)
     scored, best = torch.empty(tokens.shape, device=prompts.device), torch.empty(tokens.shape, device=prompts.device)
-    for i in range(tokens.shape[1]):
+    # From the first step fed nothing but EOS with nothing but EOS after it, every choice is EOS after EOS: the best.
+    ended = (fed == EOS).all(dim=0) & (tokens == EOS).flip(1).cumprod(dim=1).flip(1).all(dim=0)
+    last = int(ended.int().argmax()) if bool(ended.any()) else tokens.shape[1]  # one wait, not one a step
+    scored[:, last:], best[:, last:] = LEAD, LEAD
+    for i in range(last):
         logits, memory = step(weights, fed[:, i], memory)
         logits = logits.float()
         best[:, i] = logits.max(dim=-1).values
