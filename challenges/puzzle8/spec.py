@@ -133,11 +133,11 @@ def judge(state: dict, prompts: torch.Tensor, tokens: torch.Tensor) -> tuple[tor
         _, memory = step(state, prompts[:, j], memory)
     fed = torch.cat([prompts[:, -1:], real[:, :-1]], dim=1)
     scored, best = torch.empty(tokens.shape, device=prompts.device), torch.empty(tokens.shape, device=prompts.device)
-    for i in range(tokens.shape[1]):
-        if bool(after[:, i].all()):  # every sequence has stopped: what is left is PAD or wrong
-            best[:, i:] = LEAD
-            scored[:, i:] = LEAD
-            break
+    # From the first step every sequence has stopped at, what is left is PAD or wrong: no step to run (one wait).
+    stopped_all = after.all(dim=0)
+    last = int(stopped_all.int().argmax()) if bool(stopped_all.any()) else tokens.shape[1]
+    scored[:, last:], best[:, last:] = LEAD, LEAD
+    for i in range(last):
         logits, memory = step(state, fed[:, i], memory)
         logits = logits.float()
         best[:, i] = logits.max(dim=-1).values
