@@ -38,10 +38,10 @@ def test_the_verdict_says_what_bound_each_workload():
         return how_timed(Measured({"x": loop_ms}, {"x": gpu_ms}, clocks={"x": {"method": method}}), "x")
 
     assert bound("held", [0.097, 0.098], [0.096, 0.095]) == (
-        " (GPU-bound: 0.0975 ms a call back to back, 0.0955 ms of it on the GPU)")
+        " (GPU-bound: 0.0975 ms a call until the GPU is done, 0.0955 ms of it on the GPU)")
     assert bound("held", [0.29], [0.14]).startswith(" (host-bound: 0.29 ms a call")
     # Charged: the GPU time includes what ran after the end event.
-    assert bound("held", [1.4], [0.003 + 1.37]).startswith(" (GPU-bound: 1.4 ms a call back to back, 1.373 ms")
+    assert bound("held", [1.4], [0.003 + 1.37]).startswith(" (GPU-bound: 1.4 ms a call until the GPU is done, 1.373 ms")
     assert "idle GPU" in bound("idle", [1.0], [1.0])
     assert how_timed(Measured({"x": [100.0]}), "x") == ""  # CPU puzzles: one clock
 

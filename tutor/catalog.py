@@ -45,7 +45,7 @@ class Hardware:
 
 
 CLOCKS = {
-    "call": "the whole call as its caller waits for it, in a serving loop: calls back to back until the device drains",
+    "call": "the whole call as its caller waits for it, in a serving loop: each on a fresh input, till the GPU is done",
     "gpu": "the GPU's work alone, the host's launches kept out of it (CUDA puzzles)",
     "throughput": "tokens a second over a replay of a trace of requests, at a p99 latency within the puzzle's limit "
                   "(serving puzzles)",

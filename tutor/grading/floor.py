@@ -21,7 +21,7 @@ SLACK = 1.25
 # fp8 tensor cores run twice as many FLOPs as bf16 ones on every GPU with fp8 (Ada, Hopper, Blackwell).
 # fp32 runs on the CUDA cores, not the tensor cores: 67 against 989 dense TFLOP/s on an H100 SXM's datasheet.
 RATE_OVER_BF16 = {"bf16": 1.0, "fp16": 1.0, "fp8": 2.0, "fp32": 67 / 989}
-CLOCK_WORDS = {"call": "a call back to back", "gpu": "GPU time a call"}
+CLOCK_WORDS = {"call": "time a call", "gpu": "GPU time a call"}
 LINK_WORDS = {"h2d": "from pinned host memory", "d2h": "into pinned host memory"}
 
 

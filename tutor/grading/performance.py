@@ -70,7 +70,7 @@ SAMPLED_SLACK = 1.5
 # (puzzle1's compiled fp8 model against bf16's graph, 12 grades), and two host-bound graph replays
 # 0.72-1.0: at 0.5 one grade in five lost its tier to the host's weather.
 HOST_GUARD = 0.25
-# Calls back to back that take this much longer than their GPU time are waiting on the host.
+# Calls that take this much longer on the call clock than their GPU time are waiting on the host.
 HOST_BOUND = 1.2
 
 
@@ -120,7 +120,7 @@ def tier_reached(puzzle: Puzzle, speedups: dict[str, dict[str, Estimate]]) -> st
 
 
 def how_timed(measured: Measured, name: str) -> str:
-    """What bound a GPU workload's calls (tutor.harness.gpu_clock): its calls back to back against the GPU's own time."""
+    """What bound a GPU workload's calls (tutor.harness.gpu_clock): its call clock against the GPU's own time."""
     clock, gpu_ms = measured.clocks.get(name), measured.gpu_ms.get(name)
     if not clock or not gpu_ms:
         return ""
@@ -128,7 +128,7 @@ def how_timed(measured: Measured, name: str) -> str:
     bound = "host" if loop > HOST_BOUND * gpu else "GPU"
     idle = ("; GPU time from an idle GPU: forward() waits for the GPU, so holding it would time the wait"
             if clock["method"] == "idle" else "")
-    return f" ({bound}-bound: {loop:.4g} ms a call back to back, {gpu:.4g} ms of it on the GPU{idle})"
+    return f" ({bound}-bound: {loop:.4g} ms a call until the GPU is done, {gpu:.4g} ms of it on the GPU{idle})"
 
 
 def describe_tier(tier: Tier, speedups: dict[str, dict[str, Estimate]]) -> str:

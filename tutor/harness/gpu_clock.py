@@ -59,7 +59,7 @@ class WorkloadClock:
     gpu_ms: list[float] = field(default_factory=list)  # CUDA events around the GPU clock's call
     host_ms: list[float] = field(default_factory=list)  # the host, from that call until it returned
     after_ms: list[float] = field(default_factory=list)  # the device still busy after the end event
-    loop_ms: list[float] = field(default_factory=list)  # the call clock: per call, back to back
+    loop_ms: list[float] = field(default_factory=list)  # the call clock: per call, a loop's mean
     charged: bool = False  # the events missed work: `after_ms` counts
 
     def gpu_call_ms(self, i: int) -> float:

@@ -33,7 +33,7 @@ from tutor.harness.ranks import slowest
 from tutor.protocol import WHO, death_words
 
 _order = random.SystemRandom()
-# How many calls back to back make one sample of the call clock, drawn each round: on CUDA, where a call is
+# How many calls make one sample of the call clock, drawn each round: on CUDA, where a call is
 # milliseconds or less, and on CPU (one thread, calls of tens of milliseconds).
 LOOP_CALLS = {"cuda": (4, 8), "cpu": (1, 3)}
 DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message

@@ -248,8 +248,8 @@ class Worker:
         return {"waited_ms": waited if waited is not None else -1.0}
 
     def loop(self, name: str, seeds: list[int], keep: bool) -> dict:
-        """The call clock's calls back to back on the inputs `seeds` make (tutor.harness.device.Device.loop_ms).
-        Every output is kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after;
+        """The call clock's calls on the inputs `seeds` make, each made once the call before returned
+        (tutor.harness.device.Device.loop_ms). Every output is kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after;
         without `keep` (a workload whose outputs no check reads), dropped with the round's last ask."""
         kept = self.kept[name]
         made = []  # the loop's inputs made so far, for a memory budget's count (AllocatorPeak)
