@@ -12,12 +12,12 @@ def test_each_input_is_made_after_the_call_before_returned_and_the_device_draine
     clock = object.__new__(gpu_clock.GpuClock)  # no CUDA here: the loop's own logic alone
     clock.clocks, clock._drain_ms = {}, 0.0
 
-    def make(seeds, flush):
-        events.append(("make", tuple(seeds), flush))
-        return [f"input {seed}" for seed in seeds]
+    def make(seed, flush):
+        events.append(("make", seed, flush))
+        return f"input {seed}"
 
     ms = clock.loop_ms(make, lambda x: events.append(("call", x)), [11, 12, 13], "mine")
-    assert events == [("make", (11,), True), "sync", ("call", "input 11"), "sync",
-                      ("make", (12,), False), "sync", ("call", "input 12"), "sync",
-                      ("make", (13,), False), "sync", ("call", "input 13"), "sync"]
+    assert events == [("make", 11, True), "sync", ("call", "input 11"), "sync",
+                      ("make", 12, False), "sync", ("call", "input 12"), "sync",
+                      ("make", 13, False), "sync", ("call", "input 13"), "sync"]
     assert ms >= 0 and clock.clocks["mine"].loop_ms == [ms]

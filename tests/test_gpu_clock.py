@@ -9,9 +9,9 @@ from tutor.harness.gpu_clock import PROBE_CALLS
 pytestmark = pytest.mark.gpu
 
 
-def no_inputs(seeds, flush) -> list:
-    """The call clock's inputs for calls that take none."""
-    return [None] * len(seeds)
+def no_inputs(seed, flush) -> None:
+    """The call clock's input for calls that take none."""
+    return None
 
 
 @pytest.fixture(scope="module")

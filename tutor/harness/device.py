@@ -125,7 +125,7 @@ class Device:
         """The call clock: `call` on each input `make` makes of `seeds`, in order; milliseconds per call.
 
         Each input is made only once the call before it returned, and each call is timed on its own: no call can
-        reach a later call's input (issue 76). `make(seeds, flush)` makes the inputs of `seeds`, then writes over L2
+        reach a later call's input (issue 76). `make(seed, flush)` makes the input of `seed`, then writes over L2
         where `flush` asks. On CUDA a call is timed from an idle GPU until every stream drains, L2 cold before the
         first (tutor.harness.gpu_clock); on CPU the host's clock counts the host's work alone, the making left out.
         """
@@ -133,7 +133,7 @@ class Device:
             return self._clock.loop_ms(make, call, seeds, name)
         total = 0
         for seed in seeds:
-            [x] = make([seed], flush=False)
+            x = make(seed, flush=False)
             start = _clock_ns()
             call(x)
             total += _clock_ns() - start

@@ -157,7 +157,7 @@ class GpuClock:
         fill (benchmarks/loop_clocks.py measured the designs)."""
         total = 0.0
         for k, seed in enumerate(seeds):
-            [x] = make([seed], flush=k == 0)
+            x = make(seed, flush=k == 0)
             _device_sync()
             start = _clock_ns()
             call(x)

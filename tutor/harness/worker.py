@@ -249,16 +249,17 @@ class Worker:
 
     def loop(self, name: str, seeds: list[int], keep: bool) -> dict:
         """The call clock's calls on the inputs `seeds` make, each made once the call before returned
-        (tutor.harness.device.Device.loop_ms). Every output is kept in the clock, as it returned (tutor.harness.call_checks), for `sampled` to read after;
-        without `keep` (a workload whose outputs no check reads), dropped with the round's last ask."""
+        (tutor.harness.device.Device.loop_ms). Every output is kept in the clock, as it returned
+        (tutor.harness.call_checks), for `sampled` to read after; without `keep` (a workload whose outputs no check
+        reads), dropped with the round's last ask."""
         kept = self.kept[name]
         made = []  # the loop's inputs made so far, for a memory budget's count (AllocatorPeak)
 
-        def make(some: list[int], flush: bool) -> list:  # one check of the harness's operators for the inputs made together
-            inputs = self._inputs(some, flush)
-            made.extend(inputs)
+        def make(seed: int, flush: bool):
+            [x] = self._inputs([seed], flush)
+            made.append(x)
             self._harness_holds(made)
-            return inputs
+            return x
 
         def call(x):
             kept.append(call_checks.Kept(self.forward(name, x)))
