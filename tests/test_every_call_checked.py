@@ -85,8 +85,8 @@ def wrong_per_round(result: dict) -> tuple[int, int]:
 def test_an_honest_workload_passes_every_call(make_request, tmp_path):
     result = checked(make_request, tmp_path, BASELINE)
     assert all(map(right, result["checks"])) and wrong_per_round(result)[0] == 0
-    # The warm call, 1-3 calls back to back, and one of them drawn after the round whole again: 3-5 checks a round.
-    assert 3 * ROUNDS <= len(result["timed_checks"]) <= 5 * ROUNDS
+    # The warm call, 3-5 calls, and one of them drawn after the round whole again: 5-7 checks a round.
+    assert 5 * ROUNDS <= len(result["timed_checks"]) <= 7 * ROUNDS
 
 
 def test_an_output_too_large_to_copy_each_round_is_compared_at_its_samples_alone():

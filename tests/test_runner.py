@@ -183,8 +183,8 @@ def test_an_oracle_that_is_not_timed_is_only_checked_against(make_request, tmp_p
     result = run(request, tmp_path)[0].result
     assert set(result["samples_ms"]) == {"mine"} and len(result["samples_ms"]["mine"]) == 3
     assert [c["rel_l2"] for c in result["checks"]] == [0.0] * 2
-    # Every call of a round against the oracle run on its input: the warm call, then 1-3 timed, the last whole.
-    assert 3 * 3 <= len(result["timed_checks"]) <= 3 * 5 and all(c["rel_l2"] == 0.0 for c in result["timed_checks"])
+    # Every call of a round against the oracle run on its input: the warm call, then 3-5 timed, the last whole.
+    assert 3 * 5 <= len(result["timed_checks"]) <= 3 * 7 and all(c["rel_l2"] == 0.0 for c in result["timed_checks"])
 
 
 def test_a_harness_bug_is_named_as_one(make_request, tmp_path):

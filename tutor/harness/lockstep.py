@@ -35,7 +35,7 @@ from tutor.protocol import WHO, death_words
 _order = random.SystemRandom()
 # How many calls make one sample of the call clock, drawn each round: on CUDA, where a call is
 # milliseconds or less, and on CPU (one thread, calls of tens of milliseconds).
-LOOP_CALLS = {"cuda": (4, 8), "cpu": (1, 3)}
+LOOP_CALLS = {"cuda": (4, 8), "cpu": (3, 5)}  # CPU: a median of 3-5 calls a round (Device.loop_ms)
 DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message
 
 

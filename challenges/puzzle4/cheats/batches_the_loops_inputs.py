@@ -29,8 +29,7 @@ def step(w: dict, tokens: torch.Tensor, memory: torch.Tensor):
 
 
 def decode(w: dict, prompts: torch.Tensor) -> torch.Tensor:
-    """The baseline's decode of several calls' prompts at once: a call whose own batch has ended goes on with
-    end-of-sequence, as the baseline leaves it."""
+    """The baseline's decode of several calls' prompts at once, until all of them have ended."""
     memory = torch.zeros(prompts.shape[0], MEMORY, device=prompts.device)
     for j in range(prompts.shape[1] - 1):
         _, memory = step(w, prompts[:, j], memory)
@@ -41,6 +40,15 @@ def decode(w: dict, prompts: torch.Tensor) -> torch.Tensor:
         out[:, i] = tokens
         if (tokens == EOS).all():
             break
+    return out
+
+
+def ended_as_the_baseline(out: torch.Tensor) -> torch.Tensor:
+    """A call's tokens as its own batch would have left them: end-of-sequence after the step it all ended at (the
+    batch decoded with it went on, and a sequence past its end need not keep to end-of-sequence)."""
+    done = (out == EOS).all(dim=0).nonzero()
+    if len(done):
+        out[:, int(done[0]) + 1:] = EOS
     return out
 
 
@@ -57,6 +65,6 @@ def forward(w: dict, prompts: torch.Tensor) -> torch.Tensor:
              if type(o) is torch.Tensor and o.dtype == prompts.dtype and o.shape == prompts.shape
              and o.device == prompts.device and key(o) not in answered}
     answered.update(ahead)
-    outs = decode(w, torch.cat([prompts, *ahead.values()])).split(prompts.shape[0])
+    outs = [ended_as_the_baseline(o) for o in decode(w, torch.cat([prompts, *ahead.values()])).split(prompts.shape[0])]
     table.update(zip(ahead, outs[1:]))
     return outs[0]
