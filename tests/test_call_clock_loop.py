@@ -1,36 +1,72 @@
-"""The CUDA call clock's loop (tutor.harness.gpu_clock.GpuClock.loop_ms), its order of work checked on the CPU with
-the device's sync stood in for: each input made only once the call before it returned and the device drained, L2
-flushed with the first input alone, each call timed alone between two syncs (issue 76: nothing of a call exists
-before the call before it returned). Its timing on a GPU: tests/test_gpu_clock.py."""
+"""The call clock's loop, its order of work checked on the CPU with the device's sync stood in for: each call's seed
+sent to the worker in an ask of its own once the call before returned, each input made only once the call before it
+returned and the device drained, the clock started once the harness's own work is done, L2 flushed with the first
+input alone, each call timed alone (issue 76: nothing of a call exists before the call before it returned). Its
+timing on a GPU: tests/test_gpu_clock.py and tests/test_every_call_checked.py."""
 
-from tutor.harness import gpu_clock
+from contextlib import nullcontext
+
+from tutor.harness import device as device_module
+from tutor.harness import gpu_clock, lockstep
 
 
 def test_each_input_is_made_after_the_call_before_returned_and_the_device_drained(monkeypatch):
     events = []
     monkeypatch.setattr(gpu_clock, "_device_sync", lambda: events.append("sync"))
+    monkeypatch.setattr(gpu_clock, "_own_work_done", lambda: events.append("made"))
     clock = object.__new__(gpu_clock.GpuClock)  # no CUDA here: the loop's own logic alone
     clock.clocks, clock._drain_ms = {}, 0.0
+    cuda = object.__new__(device_module.Device)
+    cuda.cuda, cuda._clock = True, clock
 
     def make(seed, flush):
         events.append(("make", seed, flush))
         return f"input {seed}"
 
-    ms = clock.loop_ms(make, lambda x: events.append(("call", x)), [11, 12, 13], "mine")
-    assert events == [("make", 11, True), "sync", ("call", "input 11"), "sync",
-                      ("make", 12, False), "sync", ("call", "input 12"), "sync",
-                      ("make", 13, False), "sync", ("call", "input 13"), "sync"]
+    ms = cuda.loop_ms(make, lambda x: events.append(("call", x)), [11, 12, 13], "mine")
+    # Before a call, the harness's own work alone (a thread's work on the new input would still be running, and
+    # count); after it, the whole device.
+    assert events == [("make", 11, True), "made", ("call", "input 11"), "sync",
+                      ("make", 12, False), "made", ("call", "input 12"), "sync",
+                      ("make", 13, False), "made", ("call", "input 13"), "sync"]
     assert ms >= 0 and clock.clocks["mine"].loop_ms == [ms]
 
 
 def test_the_cpu_loop_reads_its_calls_median_so_one_preempted_call_moves_nothing(monkeypatch):
     """On CPU a round's sample is its calls' median: a call the OS preempted (here one of three reads 1,000 times
     the others) leaves the round's sample where the other calls put it; its mean would have read 334 times."""
-    from tutor.harness import device as device_module
-
     ticks = iter([0, 1_000_000, 5_000_000, 1_005_000_000, 2_000_000_000, 2_001_000_000])  # calls of 1, 1000, 1 ms
     monkeypatch.setattr(device_module, "_clock_ns", lambda: next(ticks))
     made = []
     cpu = device_module.Device("cpu")
     ms = cpu.loop_ms(lambda seed, flush: made.append(seed) or seed, lambda x: None, [7, 8, 9], "mine")
     assert ms == 1.0 and made == [7, 8, 9]
+
+
+class Recorded:
+    """A worker's side that records each ask the coordinator sends it."""
+
+    def __init__(self):
+        self.asks = []
+
+    def thawed(self):
+        return nullcontext()
+
+    def ask(self, op, **fields):
+        self.asks.append((op, fields))
+        return {"waited_ms": 0.0}
+
+
+def test_each_call_of_a_round_gets_its_own_seed_in_an_ask_of_its_own():
+    """No ask carries a later call's seed: a workload that reads the harness's frames and lists in one call finds
+    none of the calls after it (tests/test_every_call_checked.py, through the whole harness)."""
+    for cuda in (False, True):
+        side, seeds = Recorded(), [101, 102, 103, 104, 105, 106]
+        lockstep.time_round(side, "mine", seeds, keep=True, cuda=cuda)
+        loop = seeds[1:-1] if cuda else seeds[1:]
+        assert side.asks[0] == ("warm_call", {"name": "mine", "seed": 101})
+        assert side.asks[1:1 + len(loop)] == [
+            ("loop_call", {"name": "mine", "seed": s, "first": k == 0, "last": k == len(loop) - 1, "keep": True})
+            for k, s in enumerate(loop)]
+        assert side.asks[1 + len(loop):] == ([("gpu_call", {"name": "mine", "seed": 106, "keep": True})] if cuda else [])
+        assert all(set(fields) & {"seed", "seeds"} == {"seed"} for _, fields in side.asks)

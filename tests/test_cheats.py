@@ -136,10 +136,10 @@ def test_puzzle4s_cheats_on_its_scene_with_the_memory_were_refused_on_the_h100()
     recorded = json.loads((Path(__file__).parent / "fixtures" / "cheats_puzzle4_2026-11-27.json").read_text())
     grades = recorded["grades"]
     puzzle = get_puzzle("puzzle4")
-    # Owed two of its three GPU grades: the warm call that reads the round's seeds (issue 76), refused on the CPU by
-    # tests/test_every_call_checked.py's test_the_warm_call_finds_no_seed_of_the_calls_after_it, its first grade
-    # on the H100 in ISSUE76_CHEATS. Owed its three: the loop's calls batched on its first (issue 76), until the
-    # CUDA loop makes each input after the call before (on the CPU, tests/test_every_call_checked.py).
+    # Owed its three GPU grades in its present form: the calls that read the round's seeds (issue 76), refused on the
+    # CPU by tests/test_every_call_checked.py's test_no_call_finds_a_seed_of_the_calls_after_it (its first grade on
+    # the H100, of a form that looked in the warm call alone, in ISSUE76_CHEATS). Owed two of three: the loop's calls
+    # batched on its first (issue 76; one grade, no tier, in tests/fixtures/cheats_puzzle4_per_call_loop_*.json).
     owed = {"cheats/finds_the_rounds_seeds", "cheats/batches_the_loops_inputs"}
     assert {g["which"] for g in grades} == {f"cheats/{p.stem}" for p in puzzle.folder.glob("cheats/*.py")} - owed
     assert all(sum(g["which"] == w for g in grades) >= 3 for w in {g["which"] for g in grades})
@@ -157,8 +157,8 @@ ISSUE76_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle4_18_2026-12
 
 
 def test_the_cheats_that_learn_the_future_earned_nothing_on_the_h100():
-    """Issue 76's new cheats, each graded once so far on one H100 (ISSUE76_CHEATS; two more grades each owed): the warm
-    call that looks for the round's seeds finds none and decodes every call itself, slower than the baseline
+    """Issue 76's new cheats, each graded once so far on one H100 (ISSUE76_CHEATS; two more grades each owed): a warm
+    call that looked for the round's seeds (the cheat's first form) found none and decodes every call itself, slower than the baseline
     (0.88x); the server that teaches itself each request's future at submit gives other tokens than the drawn
     topics make, nearly every request's."""
     recorded = json.loads(ISSUE76_CHEATS.read_text())

@@ -1,4 +1,4 @@
-"""puzzle8, The stop words read between the steps, as far as the CPU can check it: a word is a stop word exactly
+"""puzzle8, Quick kernels, a slow chat, as far as the CPU can check it: a word is a stop word exactly
 when its token is one (what the set lookup and the GPU table rely on); a call's future is found only by decoding it
 (which of a token's two next tokens comes is the memory's choice, from a prompt drawn at grade time, so no table,
 spec or weight tells it, nor when a sequence meets its stop word); any other token trails far behind, so a step

@@ -113,36 +113,44 @@ class Device:
             out = fn()
             return (_clock_ns() - start) / 1e6, out
         self._flush.zero_()
-        torch.cuda.synchronize()
-        return self._clock.time_call_ms(fn, name)
+        return self._clock.time_call_ms(fn, name)  # which waits for the device (and counts what it finds running)
 
     def flush_l2(self) -> None:
         """Write over L2, as before every timed call (nothing on CPU)."""
         if self._flush is not None:
             self._flush.zero_()
 
-    def loop_ms(self, make, call, seeds: list[int], name: str) -> float:
-        """The call clock: `call` on each input `make` makes of `seeds`, in order; milliseconds per call.
+    def call_ms(self, make, call, flush: bool) -> float:
+        """One call of the call clock: `call` on the input `make(flush)` makes, timed on its own; its milliseconds.
 
-        Each input is made only once the call before it returned, and each call is timed on its own: no call can
-        reach a later call's input (issue 76). `make(seed, flush)` makes the input of `seed`, then writes over L2
-        where `flush` asks. On CUDA a call is timed from an idle GPU until every stream drains, L2 cold before the
-        first (tutor.harness.gpu_clock), the loop's mean. On CPU the host's clock counts the host's work alone, the
-        making left out, and the loop's sample is its calls' median: a call of a fraction of a millisecond that the
-        OS preempts reads many times its time, and on a busy machine one such call in a round moved the round's mean
-        (and a grade's lower bound) by 5x. A call cannot be quicker for a later call's slowness (its input does not
-        exist yet), so the median gives nothing away.
+        `make` is called once the call before returned, with the one seed it makes an input of (issue 76: nothing
+        of a call exists before the call before it returned), and writes over L2 after where `flush` asks. On CUDA
+        the call is timed from an idle GPU until every stream drains (tutor.harness.gpu_clock); on CPU the host's
+        clock counts the host's work alone, the making left out.
         """
         if self.cuda:
-            return self._clock.loop_ms(make, call, seeds, name)
-        times = []
-        for seed in seeds:
-            x = make(seed, flush=False)
-            start = _clock_ns()
-            call(x)
-            times.append(_clock_ns() - start)
-        times.sort()  # a median of list's own methods and builtins (tutor.harness.guard watches both), not statistics'
-        return (times[(len(times) - 1) // 2] + times[len(times) // 2]) / 2e6
+            return self._clock.call_ms(make, call, flush)
+        x = make(False)
+        start = _clock_ns()
+        call(x)
+        return (_clock_ns() - start) / 1e6
+
+    def loop_sample(self, name: str, times: list[float]) -> float:
+        """The call clock's sample from one loop's calls (call_ms). On CUDA their mean. On CPU their median: a call of
+        a fraction of a millisecond that the OS preempts reads many times its time, and on a busy machine one such
+        call in a round moved the round's mean (and a grade's lower bound) by 5x. A call cannot be quicker for a
+        later call's slowness (its input does not exist yet), so the median gives nothing away."""
+        if self.cuda:
+            return self._clock.loop_sample(name, times)
+        times = sorted(times)  # a median of builtins (tutor.harness.guard watches them), not statistics'
+        return (times[(len(times) - 1) // 2] + times[len(times) // 2]) / 2
+
+    def loop_ms(self, make, call, seeds, name: str) -> float:
+        """A loop of calls on the inputs `make(seed, flush)` makes of `seeds` (call_ms, loop_sample), for the clock's
+        own tests and benchmarks, whose seeds are their own: a grade's worker is sent each call's seed alone, once
+        the call before returned (tutor.harness.worker.Worker.loop_call)."""
+        return self.loop_sample(name, [self.call_ms(lambda flush, seed=seed: make(seed, flush), call, k == 0)
+                                       for k, seed in enumerate(seeds)])
 
     def hold_ms(self, ms: float) -> bool:
         """Hold the whole GPU for `ms` from now, so the host runs ahead of it; False on CPU, or without the hold."""

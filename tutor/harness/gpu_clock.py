@@ -58,7 +58,7 @@ class WorkloadClock:
     hold_ms: float = 0.0
     gpu_ms: list[float] = field(default_factory=list)  # CUDA events around the GPU clock's call
     host_ms: list[float] = field(default_factory=list)  # the host, from that call until it returned
-    after_ms: list[float] = field(default_factory=list)  # the device still busy after the end event
+    after_ms: list[float] = field(default_factory=list)  # the device busy after the end event, or before the call
     loop_ms: list[float] = field(default_factory=list)  # the call clock: per call, a loop's mean
     charged: bool = False  # the events missed work: `after_ms` counts
 
@@ -139,33 +139,46 @@ class GpuClock:
         return clock
 
     def time_call_ms(self, fn, name: str) -> tuple[float, object]:
-        """The GPU clock's call, the GPU idle before it: its GPU time so far (before `settle`) and its output."""
+        """The GPU clock's call, the GPU idle before it: its GPU time so far (before `settle`) and its output.
+
+        The device is drained first, once the harness's own work (the input's making, L2's flush) is done: what it
+        still runs then is no one's but the workload's (a thread of it that queued work on the new input), and is
+        counted with what runs after the end event, as work the events missed."""
         clock = self._clock(name)
+        before_ms = self._busy_after_own_work_ms()
         out, gpu_ms, host_ms, after_ms = self._run(fn, clock.held, clock.hold_ms)
         clock.gpu_ms.append(gpu_ms)
         clock.host_ms.append(host_ms)
-        clock.after_ms.append(after_ms)
+        clock.after_ms.append(after_ms + before_ms)
         return clock.gpu_call_ms(len(clock.gpu_ms) - 1), out
 
-    def loop_ms(self, make, call, seeds: list[int], name: str) -> float:
-        """The call clock: `call` on the input `make` makes of each seed, each made only once the call before it
-        returned and the device drained, then timed from an idle GPU until the whole device drains again (L2 cold
-        before the first); milliseconds per call.
+    def call_ms(self, make, call, flush: bool) -> float:
+        """One call of the call clock: `call` on the input `make(flush)` makes (L2 written over after it where `flush`
+        asks), made once the device drained after the call before, then timed from an idle GPU until the whole
+        device drains again; its milliseconds. Timed from idle, no call's work runs free while the next input is
+        made: a window left out of a clock that work on another stream can still fill (benchmarks/loop_clocks.py
+        measured the designs). Between the making and the clock's start the harness waits for its own work alone,
+        not the device's: work a thread of the workload queued on the new input meanwhile is still running when the
+        clock starts, and counts (a device-wide wait there ran it free)."""
+        x = make(flush)
+        _own_work_done()
+        start = _clock_ns()
+        call(x)
+        _device_sync()
+        return max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms)
 
-        Made in the loop, no call can reach a later call's input (issue 76). Timed from idle, no call's work runs
-        free while the next input is made: a window left out of a clock that work on another stream can still
-        fill (benchmarks/loop_clocks.py measured the designs)."""
-        total = 0.0
-        for k, seed in enumerate(seeds):
-            x = make(seed, flush=k == 0)
-            _device_sync()
-            start = _clock_ns()
-            call(x)
-            _device_sync()
-            total += max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms)
-        ms = total / len(seeds)
+    def loop_sample(self, name: str, times: list[float]) -> float:
+        """The call clock's sample of `name` from a loop's calls (call_ms): their mean, kept in its clock."""
+        ms = sum(times) / len(times)
         self._clock(name).loop_ms.append(ms)
         return ms
+
+    def _busy_after_own_work_ms(self) -> float:
+        """How long the device stays busy once the harness's own work is done, beyond an idle device's sync."""
+        _own_work_done()
+        start = _clock_ns()
+        _device_sync()
+        return max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms)
 
     def _clock(self, name: str) -> WorkloadClock:
         """`name`'s clock; one never calibrated is timed from an idle GPU."""
@@ -193,6 +206,13 @@ class GpuClock:
     def _empty_call_ms(self, held: bool) -> float:
         """The device time an empty call seems to leave after its end event: the fixed cost of syncing."""
         return _median_of(lambda: self._run(lambda: None, held, 0.01)[3])
+
+
+def _own_work_done() -> None:
+    """Wait for the work this thread queued on its current stream so far (an input's making), and no other."""
+    done = _Event()
+    done.record()
+    done.synchronize()
 
 
 def _median_of(probe, times: int = 31) -> float:

@@ -35,7 +35,7 @@ from tutor.protocol import WHO, death_words
 _order = random.SystemRandom()
 # How many calls make one sample of the call clock, drawn each round: on CUDA, where a call is
 # milliseconds or less, and on CPU (one thread, calls of tens of milliseconds).
-LOOP_CALLS = {"cuda": (4, 8), "cpu": (3, 5)}  # CPU: a median of 3-5 calls a round (Device.loop_ms)
+LOOP_CALLS = {"cuda": (4, 8), "cpu": (3, 5)}  # CPU: a median of 3-5 calls a round (Device.loop_sample)
 DEATH_WAIT_S = 2.0  # how long a worker that hung up is given to exit, for the message
 
 
@@ -158,8 +158,8 @@ class RankedCandidate(FrozenBetweenAsks, RankedSide):
         self.trusted, self.held = trusted, False
 
 
-# The asks that time calls (tutor.harness.worker.Worker.loop and gpu_call).
-TIMED_OPS = ("loop", "gpu_call")
+# The asks that time calls (tutor.harness.worker.Worker.loop_call and gpu_call).
+TIMED_OPS = ("loop_call", "gpu_call")
 RANKS_TIMING_NOTE = ("one call's time across GPUs is the slowest rank's; no GPU time is reported, since a "
                      "collective's kernel on one GPU also waits for the other ranks")
 
@@ -419,13 +419,16 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
 
 def time_round(side, name: str, seeds: list[int], keep: bool, cuda: bool) -> float:
     """One round of `name` on the inputs `seeds` make: the untimed warm call, the call clock's loop, and on CUDA the
-    GPU clock's call (tutor.harness.worker.Worker). Each ask carries its own seeds and is sent once the one before
-    returned: while a call runs, no later call's seed exists in the workload's process. Thawed for the three, so
-    that the warm call's warmth reaches the loop; the ruler is idle meanwhile. The milliseconds a comparator waited
-    for the GPU to be quiet (-1: it never was)."""
+    GPU clock's call (tutor.harness.worker.Worker). Each call is an ask of its own, with its own seed, sent once the
+    one before returned: while a call runs, no later call's seed exists in the workload's process. Thawed for the
+    round, so that the warm call's warmth reaches the loop (a worker keeps its core busy between asks:
+    worker.AWAKE_S); the ruler is idle meanwhile. The milliseconds a comparator waited for the GPU to be quiet (-1: it
+    never was)."""
     with side.thawed():
         waited = side.ask("warm_call", name=name, seed=seeds[0])["waited_ms"]
-        side.ask("loop", name=name, seeds=seeds[1:-1] if cuda else seeds[1:], keep=keep)
+        loop = seeds[1:-1] if cuda else seeds[1:]
+        for k, seed in enumerate(loop):  # a seed an ask, sent once the call before returned
+            side.ask("loop_call", name=name, seed=seed, first=k == 0, last=k == len(loop) - 1, keep=keep)
         if cuda:
             side.ask("gpu_call", name=name, seed=seeds[-1], keep=keep)
     return waited

@@ -140,6 +140,8 @@ class Worker:
         self.warm: list = []
         self._warm_bytes = 0  # what the warm-up's inputs hold, kept to the end beside every round's
         self.kept: dict[str, list[call_checks.Kept]] = {}  # each workload's outputs of its last round
+        self._loop_ms: dict[str, list[float]] = {}  # the times of the loop's calls so far (loop_call)
+        self._loop_made: list = []  # and the inputs they were made
         self.prepared_bytes = 0
         self._shared = None
         self.shard_bytes = 0  # with ranks: the bytes of this rank's shard, all a rank may keep past its slack
@@ -236,7 +238,7 @@ class Worker:
                                "the caller keeps (a fresh tensor each call, not a buffer it fills again)"}
         return out
 
-    # A round of `name`, in three asks, each sent once the one before returned, with only its own seeds: nothing of a
+    # A round of `name`, a call an ask, each sent once the call before returned, with only its own seed: nothing of a
     # later call (its input, or the seed it is made from) exists in the process while an earlier one runs.
     def warm_call(self, name: str, seed: int) -> dict:
         """The round's untimed first call, on the input `seed` makes: it warms the host (tutor.harness.gpu_clock).
@@ -247,15 +249,18 @@ class Worker:
         self.kept[name].append(call_checks.Kept(self.forward(name, x)))
         return {"waited_ms": waited if waited is not None else -1.0}
 
-    def loop(self, name: str, seeds: list[int], keep: bool) -> dict:
-        """The call clock's calls on the inputs `seeds` make, each made once the call before returned
-        (tutor.harness.device.Device.loop_ms). Every output is kept in the clock, as it returned
-        (tutor.harness.call_checks), for `sampled` to read after; without `keep` (a workload whose outputs no check
-        reads), dropped with the round's last ask."""
-        kept = self.kept[name]
-        made = []  # the loop's inputs made so far, for a memory budget's count (AllocatorPeak)
+    def loop_call(self, name: str, seed: int, first: bool, last: bool, keep: bool) -> dict:
+        """One call of the call clock's loop, on the input `seed` makes (tutor.harness.device.Device.call_ms). Each
+        call's seed comes in an ask of its own, sent once the call before returned: while a call runs, no later call's
+        seed exists in the process, nor its input (issue 76; when a loop's seeds came in one ask, its first call could
+        read them all from the harness's frames). Every output is kept in the clock, as it returned
+        (tutor.harness.call_checks), for `sampled` to read after. The `last` call takes the loop's sample; without
+        `keep` (a workload whose outputs no check reads), its outputs are dropped then."""
+        if first:
+            self._loop_ms[name], self._loop_made = [], []
+        made, kept = self._loop_made, self.kept[name]  # the loop's inputs so far, for a memory budget (AllocatorPeak)
 
-        def make(seed: int, flush: bool):
+        def make(flush: bool):
             [x] = self._inputs([seed], flush)
             made.append(x)
             self._harness_holds(made)
@@ -264,11 +269,14 @@ class Worker:
         def call(x):
             kept.append(call_checks.Kept(self.forward(name, x)))
 
-        self.samples[name].append(self.device.loop_ms(make, call, seeds, name))  # the call clock's sample
+        self._loop_ms[name].append(self.device.call_ms(make, call, flush=first))
         del made
-        self._verify()
-        if not keep and not self.device.cuda:  # the round's last ask on CPU
-            del self.kept[name]
+        if last:
+            self.samples[name].append(self.device.loop_sample(name, self._loop_ms.pop(name)))  # the call clock's
+            self._loop_made = []
+            self._verify()
+            if not keep and not self.device.cuda:  # the round's last ask on CPU
+                del self.kept[name]
         return {}
 
     def gpu_call(self, name: str, seed: int, keep: bool) -> dict:
@@ -491,7 +499,7 @@ QUIET_LIMIT_S = 5.0
 # How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
 # returns in a few milliseconds of launches, so only a host over 100 times slower could read them finished.
 HOST_OUTPUT_HOLD_MS = 300.0
-OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "warm_call", "loop", "gpu_call",
+OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "warm_call", "loop_call", "gpu_call",
               "sampled", "judge", "open_server", "submit", "step", "close_server", "finish", "rewind")
 
 
@@ -544,8 +552,8 @@ def answer(worker: Worker, message: dict) -> dict:
     return getattr(worker, op)(**message)
 
 
-# How long a worker keeps its core busy for the next message before it sleeps on the pipe: a round's three asks
-# follow each other within this, so the loop's first call finds the host as warm as the warm call left it (a worker
+# How long a worker keeps its core busy for the next message before it sleeps on the pipe: a round's asks (a call
+# each) follow each other within this, so each call finds the host as warm as the call before left it (a worker
 # woken from its pipe ran host-bound calls 2-6x slower: benchmarks/hold_effect.py).
 AWAKE_S = 0.002
 _now_s = time.perf_counter  # bound before any learner code loads
