@@ -233,6 +233,57 @@ def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp
     assert wrong_per_round(result)[0] == 0 and not served.exists()
 
 
+# An input made in two operators with a pause between them, long enough for a thread to act in.
+SPEC_WITH_A_PAUSE = SPEC.replace("import torch", "import time, torch").replace(
+    "return torch.randn(64, 32, generator=g)",
+    "x = torch.randn(64, 32, generator=g)\n    time.sleep(0.05)\n    return x.mul(1.0)")
+
+
+def test_a_kernel_a_thread_registers_while_the_harness_makes_an_input_is_refused(make_request, tmp_path):
+    # A thread of the workload watches the harness's frames and, while it makes an input (after it checked its
+    # operators), registers a kernel for the operator the input is finished with, which works out the call's answer
+    # untimed and removes itself before the next check. No check before the work can see it: the harness watches
+    # what runs inside its own work, and code of the workload's there stops the run.
+    from tutor.runner import RunFailed
+
+    served = tmp_path / "served"
+    with pytest.raises(RunFailed) as info:
+        checked(make_request, tmp_path, ahead(served, """
+            import sys, threading, time, torch
+            table, weights = {}, {}
+            def making(main):
+                frame = sys._current_frames().get(main)
+                while frame is not None:
+                    if frame.f_code.co_name == "make_input":
+                        return True
+                    frame = frame.f_back
+                return False
+            def register():
+                library = torch.library.Library("aten", "IMPL")
+                def mul(x, other):
+                    library._destroy()  # gone before the harness looks again
+                    out = torch.ops.aten.mul.Tensor(x, other)
+                    table[key(out)] = out * weights["w"]
+                    return out
+                library.impl("mul.Tensor", mul, "CPU")
+            def watch(main):
+                while True:
+                    if making(main):
+                        register()
+                        while making(main):
+                            time.sleep(0.001)
+                    time.sleep(0.001)
+            def prepare(w, device):
+                weights.update(w)
+                threading.Thread(target=watch, args=(threading.main_thread().ident,), daemon=True).start()
+                return w
+            def forward(state, x):
+                return answered(state, x)
+        """), SPEC_WITH_A_PAUSE)
+    assert info.value.kind == "tampered" and "ran inside the harness's own work" in str(info.value)
+    assert "mul() in" in str(info.value) and not served.exists()
+
+
 def test_an_audit_hook_of_the_workload_never_runs_inside_the_harness_reading_its_outputs(make_request, tmp_path):
     # Python calls every audit hook on its events, and ctypes raises one as the harness reads a kept output: a hook
     # added in prepare() would run there, after the harness checked its operators (and could register a kernel

@@ -29,6 +29,7 @@ import torch
 from tutor.harness import call_checks, peaks, serving, shards, wire
 from tutor.harness.allocator_peak import AllocatorPeak
 from tutor.harness.checks import own_copy
+from tutor.harness.foreign_code import ForeignCode
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
 from tutor.harness.dispatch_table import DispatchTable, entered
@@ -127,6 +128,7 @@ class Worker:
         self.spec = load_module(Path(request["spec"]), "spec", self.spec_api)
         # And what the harness's own operators dispatch to, read again before each use (tutor.harness.dispatch_table).
         self.dispatch = DispatchTable(entered(self._own_work)) if candidate else None
+        self.foreign = ForeignCode(request["spec"]) if candidate else None  # and what runs inside that work
         if request.get("correctness", {}).get("judged") and not callable(getattr(self.spec, "judge", None)):
             raise HarnessFailure("bad_request", "puzzle.toml's [correctness] judged = true, but its spec.py has no "
                                                 "judge(state, inputs, output): the puzzle is broken")
@@ -157,7 +159,7 @@ class Worker:
         if name == self.candidate:
             self.guard.freeze(*self._namespaces())
         self.modules[name] = load_module(Path(self.request["workloads"][name]), name, self.workload_api)
-        with self._checked_work():  # its import ran learner code: the weights are made and copied with checked ones
+        with self._checked_work("making the weights"):  # learner code ran at import: weights made with checked ones
             master = self._master_weights()  # made before the count starts: no workload's to keep
             before = self.device.allocated_bytes()
             weights = own_copy(master)
@@ -176,7 +178,7 @@ class Worker:
         if self.peak:
             self.peak.start()
         if not self.serving:  # a server warms up as it serves: its first replay is the coordinator's to discard
-            with self._checked_work():
+            with self._checked_work("making the warm-up inputs"):
                 self.warm = warmup_inputs(self.spec, self.request["seed"] + 7, self.device.name)
             self._warm_bytes = shards.tensor_bytes(self.warm)
             self._harness_holds()
@@ -215,10 +217,10 @@ class Worker:
         if on_host:
             self.device.hold_ms(HOST_OUTPUT_HOLD_MS)
         returned = self.forward(name, x)
-        with self._checked_work():  # before the harness reads the output with its operators
+        with self._checked_work("reading an output"):  # before the harness reads the output with its operators
             out = wire.portable(returned)
-            if on_host:
-                out = self._kept(name, returned, out)
+        if on_host:
+            out = self._kept(name, returned, out)
         self.device.synchronize()
         self._verify()
         return {"out": out}
@@ -229,11 +231,15 @@ class Worker:
         if "problem" in out or out["cuda"]:
             return out  # a GPU tensor fails the check on its own (tutor.grading.performance.check_correctness)
         self.device.synchronize()
-        if not _same(returned, out["tensor"]):
+        with self._checked_work("reading an output"):
+            written = not _same(returned, out["tensor"])
+        if written:
             return {"problem": call_checks.STILL_WRITTEN}
         self.forward(name, self._input(secrets.randbelow(2**62)))
         self.device.synchronize()
-        if not _same(returned, out["tensor"]):
+        with self._checked_work("reading an output"):
+            changed = not _same(returned, out["tensor"])
+        if changed:
             return {"problem": "the next call changed the output this call returned: forward() must return results "
                                "the caller keeps (a fresh tensor each call, not a buffer it fills again)"}
         return out
@@ -294,7 +300,7 @@ class Worker:
         """Every output `name`'s last round kept, in call order, at the places `seed` draws, and the output of call
         `whole` whole: the coordinator draws both only after the round, so no call could know whether or where it
         is read (None for an output too large to copy each round: call_checks.read_whole)."""
-        with self._checked_work():
+        with self._checked_work("reading the outputs"):
             kept = self.kept.pop(name, [])
             samples = call_checks.samples(kept, seed)
             if "problem" in samples[whole]:
@@ -420,15 +426,17 @@ class Worker:
             return inputs
 
     @contextlib.contextmanager
-    def _checked_work(self):
+    def _checked_work(self, what: str = "making an input"):
         """The harness's own operators checked (`_own_operators`), then used, with the garbage collector held off from
         the check to the end of the work: a collection in between could run learner code (the __del__ of a cycle it
-        left) after the check, and register a kernel that the work then runs."""
+        left) after the check, and register a kernel that the work then runs. A thread is not held off: what runs
+        inside the work is watched too (tutor.harness.foreign_code)."""
         held = gc.isenabled()
         gc.disable()
         try:
             self._own_operators()
-            yield
+            with self.foreign.watched(what) if self.foreign else contextlib.nullcontext():
+                yield
         finally:
             if held:
                 gc.enable()

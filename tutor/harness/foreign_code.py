@@ -1,0 +1,81 @@
+"""Learner code caught running inside the harness's own work (issue 76: the harness never runs learner code).
+
+Before each piece of its own work in a learner's process (making an input, flushing L2, reading an output) the
+harness checks the dispatcher's table (tutor.harness.dispatch_table), and holds the garbage collector off until the
+work ends. A thread of the workload is not held off: it can register a kernel after the check, for an operator the
+work then runs, and remove it before the next check (tests/test_every_call_checked.py: such a thread served every
+call from answers worked out while the harness made the inputs). So, while the harness works, a profile function on
+its thread sees every Python function that runs there: one whose code is neither the harness's, the spec's, torch's
+nor the standard library's is the workload's, however it got there, and stops the run. A kernel compiled from C++ and
+registered and removed by a thread in between would still pass unseen: making the inputs where no learner code runs
+is the whole answer (docs/harness.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from contextlib import contextmanager
+
+import torch
+
+from tutor.harness.loading import HarnessFailure
+
+# Bound when the harness imports, before any learner code: a workload that swaps them changes nothing here.
+_get_profile, _set_profile = sys.getprofile, sys.setprofile
+_TUTOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the tutor package, the harness in it
+
+
+def _folder(path: str) -> str:
+    return os.path.join(os.path.realpath(path), "")
+
+
+class ForeignCode:
+    """Watches the harness's own work for Python code that is not its own, the spec's, torch's or the standard
+    library's."""
+
+    def __init__(self, spec_file: str) -> None:
+        paths = sysconfig.get_paths()
+        self._folders = tuple({_folder(os.path.dirname(torch.__file__)), _folder(_TUTOR),
+                               _folder(paths["stdlib"]), _folder(paths["platstdlib"])})
+        self._spec = os.path.realpath(spec_file)
+        self._trusted: dict[object, bool] = {}  # per code object, once decided
+        self._seen: list[str] = []
+
+    @contextmanager
+    def watched(self, what: str):
+        """`what`, the harness's work, watched; refused as tampered if code of the workload ran in it. Not watched
+        under another profile function (a profiler's; one of the workload's is a violation of its own: guard)."""
+        if _get_profile() is not None:
+            yield
+            return
+        _set_profile(self._see)
+        try:
+            yield
+        finally:
+            _set_profile(None)
+        if self._seen:
+            ran, self._seen = self._seen, []
+            raise HarnessFailure("tampered", f"Code of your workload ran inside the harness's own work ({what}): "
+                                 f"{'; '.join(dict.fromkeys(ran))}. The harness's operators ran it after they "
+                                 "were checked: a kernel registered for an aten operator (by a thread, or in a "
+                                 "moment between checks) runs inside the harness's work. Register a kernel of yours "
+                                 "as an operator of your own namespace (torch.library.custom_op(\"mylib::name\", "
+                                 "...)) and call it from forward().")
+
+    def _see(self, frame, event: str, arg) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        trusted = self._trusted.get(code)
+        if trusted is None:
+            trusted = self._trusted[code] = self._is_trusted(code.co_filename)
+        if not trusted:
+            self._seen.append(f"{code.co_name}() in {code.co_filename}, line {frame.f_lineno}")
+
+    def _is_trusted(self, filename: str) -> bool:
+        if filename.startswith("<frozen "):  # the standard library's own frozen modules
+            return True
+        path = os.path.realpath(filename)
+        return path == self._spec or path.startswith(self._folders)
