@@ -6,9 +6,10 @@ work ends. A thread of the workload is not held off: it can register a kernel af
 work then runs, and remove it before the next check (tests/test_every_call_checked.py: such a thread served every
 call from answers worked out while the harness made the inputs). So, while the harness works, a profile function on
 its thread sees every Python function that runs there: one whose code is neither the harness's, the spec's, torch's
-nor the standard library's is the workload's, however it got there, and stops the run. A kernel compiled from C++ and
-registered and removed by a thread in between would still pass unseen: making the inputs where no learner code runs
-is the whole answer (docs/harness.md).
+nor the standard library's is the workload's, however it got there, and stops the run. Code is told by the file it
+was compiled from: a workload that compiles its own under the name of torch's files, or a kernel compiled from C++
+and registered and removed by a thread in between, would still pass unseen. Making the inputs where no learner code
+runs is the whole answer (docs/harness.md).
 """
 
 from __future__ import annotations
