@@ -14,9 +14,9 @@ runs is the whole answer (docs/harness.md).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
-import sysconfig
 from contextlib import contextmanager
 
 import torch
@@ -28,8 +28,20 @@ _get_profile, _set_profile = sys.getprofile, sys.setprofile
 _TUTOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the tutor package, the harness in it
 
 
+# Packages torch's own Python calls into as it runs (typing_extensions' deprecation wrappers, a tensor's numpy()).
+TORCH_RUNS = ("typing_extensions", "numpy")
+
+
 def _folder(path: str) -> str:
     return os.path.join(os.path.realpath(path), "")
+
+
+def _package_place(name: str) -> str | None:
+    """A package's folder, or a single-file module's file, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin:
+        return None
+    return os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
 
 
 class ForeignCode:
@@ -37,10 +49,10 @@ class ForeignCode:
     library's."""
 
     def __init__(self, spec_file: str) -> None:
-        paths = sysconfig.get_paths()
-        self._folders = tuple({_folder(os.path.dirname(torch.__file__)), _folder(_TUTOR),
-                               _folder(paths["stdlib"]), _folder(paths["platstdlib"])})
-        self._spec = os.path.realpath(spec_file)
+        places = [os.path.dirname(torch.__file__), _TUTOR, *filter(None, map(_package_place, TORCH_RUNS))]
+        self._folders = tuple(_folder(p) for p in places if os.path.isdir(p))
+        self._files = {os.path.realpath(p) for p in [spec_file, *places] if os.path.isfile(p)}
+        self._stdlib = _folder(os.path.dirname(os.__file__))
         self._trusted: dict[object, bool] = {}  # per code object, once decided
         self._seen: list[str] = []
 
@@ -79,4 +91,8 @@ class ForeignCode:
         if filename.startswith("<frozen "):  # the standard library's own frozen modules
             return True
         path = os.path.realpath(filename)
-        return path == self._spec or path.startswith(self._folders)
+        if path in self._files or path.startswith(self._folders):
+            return True
+        # The standard library's, not the packages installed beside it (a base Python's site-packages is in its folder).
+        inside = path[len(self._stdlib):].split(os.sep) if path.startswith(self._stdlib) else ["site-packages"]
+        return not {"site-packages", "dist-packages"} & set(inside)
