@@ -451,7 +451,7 @@ def test_gpu_no_untimed_call_finds_the_inputs_timed_after_it(tmp_path):
 # running when it starts, and counts; the GPU clock counts what the device still ran before its call as work its
 # events missed (a device-wide wait there ran it free, and each clock read it far faster than the same work).
 WATCHES_FOR_INPUTS = """
-import gc, sys, threading, time, torch
+import sys, threading, time, torch
 table = {}
 def fresh_inputs(worker, main):
     if worker._loop_made:
@@ -467,8 +467,13 @@ def watch(worker, w, main):
             if id(x) not in table:
                 table[id(x)] = (x, chain(w, x))
         time.sleep(2e-5)
+def the_worker():
+    frame = sys._getframe(1)  # the harness's objects are frozen out of gc's lists: its frames show them
+    while type(frame.f_locals.get("self")).__name__ != "Worker":
+        frame = frame.f_back
+    return frame.f_locals["self"]
 def prepare(weights, device):
-    [worker] = [o for o in gc.get_objects() if type(o).__name__ == "Worker"]
+    worker = the_worker()
     main = threading.main_thread().ident
     threading.Thread(target=watch, args=(worker, weights["w"], main), daemon=True).start()
     return weights["w"]
@@ -506,7 +511,8 @@ def forward(w, x):
 """)
     wrong = sum(not right(c) for c in result["timed_checks"])
     print("frames:", wrong, "of", len(result["timed_checks"]), "timed outputs wrong")
-    assert all(map(right, result["checks"])) and wrong >= 4 * 10  # the warm call and 3-7 of the loop's, 10 rounds
+    # The warm call of each of 10 rounds (a loop's calls, each an ask of its own, show no list of seeds to read).
+    assert all(map(right, result["checks"])) and wrong >= 10
 
 
 HOST_SPEC = """
