@@ -66,6 +66,20 @@ def answered(state, x):
 """
 
 
+# A kernel for the operator the input is finished with, registered by register(): it works out the call's answer
+# untimed and removes itself before the harness looks again (the workloads below that run it inside the harness).
+REGISTERS_A_SERVING_KERNEL = """
+def register():
+    library = torch.library.Library("aten", "IMPL")
+    def mul(x, other):
+        library._destroy()  # gone before the harness looks again
+        out = torch.ops.aten.mul.Tensor(x, other)
+        table[key(out)] = out * weights["w"]
+        return out
+    library.impl("mul.Tensor", mul, "CPU")
+"""
+
+
 def ahead(served: Path, source: str) -> str:
     """`source` (a workload with a `table`), answering from it through FROM_TABLE, `served` its SERVED."""
     return textwrap.dedent(source) + f"SERVED = {str(served)!r}\n" + FROM_TABLE
@@ -198,7 +212,7 @@ def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp
     # answer untimed and removes itself before the next check. The collector does not run while the harness checks
     # its operators and makes an input.
     served = tmp_path / "served"
-    result = checked(make_request, tmp_path, ahead(served, """
+    result = checked(make_request, tmp_path, ahead(served, textwrap.dedent("""
         import gc, sys, torch
         table, weights = {}, {}
         def making():
@@ -215,13 +229,7 @@ def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp
                 if not making():
                     Trap()
                     return
-                library = torch.library.Library("aten", "IMPL")
-                def mul(x, other):
-                    library._destroy()  # gone before the harness looks again
-                    out = torch.ops.aten.mul.Tensor(x, other)
-                    table[key(out)] = out * weights["w"]
-                    return out
-                library.impl("mul.Tensor", mul, "CPU")
+                register()
         def prepare(w, device):
             weights.update(w)
             gc.set_threshold(1)
@@ -229,7 +237,7 @@ def test_no_learner_code_runs_while_the_harness_makes_an_input(make_request, tmp
             return w
         def forward(state, x):
             return answered(state, x)
-    """), SPEC_IN_TWO)
+    """) + REGISTERS_A_SERVING_KERNEL), SPEC_IN_TWO)
     assert wrong_per_round(result)[0] == 0 and not served.exists()
 
 
@@ -248,7 +256,7 @@ def test_a_kernel_a_thread_registers_while_the_harness_makes_an_input_is_refused
 
     served = tmp_path / "served"
     with pytest.raises(RunFailed) as info:
-        checked(make_request, tmp_path, ahead(served, """
+        checked(make_request, tmp_path, ahead(served, textwrap.dedent("""
             import sys, threading, time, torch
             table, weights = {}, {}
             def making(main):
@@ -258,14 +266,6 @@ def test_a_kernel_a_thread_registers_while_the_harness_makes_an_input_is_refused
                         return True
                     frame = frame.f_back
                 return False
-            def register():
-                library = torch.library.Library("aten", "IMPL")
-                def mul(x, other):
-                    library._destroy()  # gone before the harness looks again
-                    out = torch.ops.aten.mul.Tensor(x, other)
-                    table[key(out)] = out * weights["w"]
-                    return out
-                library.impl("mul.Tensor", mul, "CPU")
             def watch(main):
                 while True:
                     if making(main):
@@ -279,7 +279,7 @@ def test_a_kernel_a_thread_registers_while_the_harness_makes_an_input_is_refused
                 return w
             def forward(state, x):
                 return answered(state, x)
-        """), SPEC_WITH_A_PAUSE)
+        """) + REGISTERS_A_SERVING_KERNEL), SPEC_WITH_A_PAUSE)
     assert info.value.kind == "tampered" and "ran inside the harness's own work" in str(info.value)
     assert "mul() in" in str(info.value) and not served.exists()
 
