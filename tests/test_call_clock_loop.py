@@ -70,3 +70,21 @@ def test_each_call_of_a_round_gets_its_own_seed_in_an_ask_of_its_own():
             for k, s in enumerate(loop)]
         assert side.asks[1 + len(loop):] == ([("gpu_call", {"name": "mine", "seed": 106, "keep": True})] if cuda else [])
         assert all(set(fields) & {"seed", "seeds"} == {"seed"} for _, fields in side.asks)
+
+
+def test_the_gpu_clock_charges_what_the_device_still_ran_before_its_call(monkeypatch):
+    """The GPU clock's call waits for the harness's own work, then drains the device: what the device still ran then
+    (work a thread queued on the new input) joins what ran after the end event, and is charged as work the events
+    missed. Its run on a GPU: tests/test_every_call_checked.py."""
+    events, ticks = [], iter([0, 2_000_000] * 3)  # the device busy 2 ms past the harness's own work, each call
+    monkeypatch.setattr(gpu_clock, "_own_work_done", lambda: events.append("made"))
+    monkeypatch.setattr(gpu_clock, "_device_sync", lambda: events.append("drained"))
+    monkeypatch.setattr(gpu_clock, "_clock_ns", lambda: next(ticks))
+    clock = object.__new__(gpu_clock.GpuClock)
+    clock.clocks, clock._drain_ms = {}, 0.0
+    clock._run = lambda fn, held, hold_ms: (events.append("timed") or fn(), 1.0, 1.0, 0.0)  # events: 1 ms
+    for _ in range(3):
+        clock.time_call_ms(lambda: "out", "mine")
+    assert events == ["made", "drained", "timed"] * 3
+    assert clock.clocks["mine"].after_ms == [2.0] * 3
+    assert gpu_clock.settle(clock.clocks) == ["mine"] and clock.clocks["mine"].gpu_call_ms(0) == 3.0
