@@ -216,6 +216,13 @@ def bf16_products_exact(request):
         yield
 
 
+def loop_ms(device, make, call, seeds, name: str) -> float:
+    """A loop of the call clock on `device` (tutor.harness.device.Device), its calls on the inputs `make(seed, flush)`
+    makes of `seeds`, L2 flushed before the first: as a grade's worker times them, a call an ask (Worker.loop_call)."""
+    return device.loop_sample(name, [device.call_ms(lambda flush, seed=seed: make(seed, flush), call, k == 0)
+                                     for k, seed in enumerate(seeds)])
+
+
 def relative_l2(got, expected) -> float:
     """‖got − expected‖ / ‖expected‖ in float64: the harness's correctness measure (tutor.harness.checks.compare)."""
     import torch

@@ -6,6 +6,7 @@ timing on a GPU: tests/test_gpu_clock.py and tests/test_every_call_checked.py.""
 
 from contextlib import nullcontext
 
+from conftest import loop_ms
 from tutor.harness import device as device_module
 from tutor.harness import gpu_clock, lockstep
 
@@ -23,7 +24,7 @@ def test_each_input_is_made_after_the_call_before_returned_and_the_device_draine
         events.append(("make", seed, flush))
         return f"input {seed}"
 
-    ms = cuda.loop_ms(make, lambda x: events.append(("call", x)), [11, 12, 13], "mine")
+    ms = loop_ms(cuda, make, lambda x: events.append(("call", x)), [11, 12, 13], "mine")
     # Before a call, the harness's own work alone (a thread's work on the new input would still be running, and
     # count); after it, the whole device.
     assert events == [("make", 11, True), "made", ("call", "input 11"), "sync",
@@ -39,7 +40,7 @@ def test_the_cpu_loop_reads_its_calls_median_so_one_preempted_call_moves_nothing
     monkeypatch.setattr(device_module, "_clock_ns", lambda: next(ticks))
     made = []
     cpu = device_module.Device("cpu")
-    ms = cpu.loop_ms(lambda seed, flush: made.append(seed) or seed, lambda x: None, [7, 8, 9], "mine")
+    ms = loop_ms(cpu, lambda seed, flush: made.append(seed) or seed, lambda x: None, [7, 8, 9], "mine")
     assert ms == 1.0 and made == [7, 8, 9]
 
 
@@ -68,7 +69,8 @@ def test_each_call_of_a_round_gets_its_own_seed_in_an_ask_of_its_own():
         assert side.asks[1:1 + len(loop)] == [
             ("loop_call", {"name": "mine", "seed": s, "first": k == 0, "last": k == len(loop) - 1, "keep": True})
             for k, s in enumerate(loop)]
-        assert side.asks[1 + len(loop):] == ([("gpu_call", {"name": "mine", "seed": 106, "keep": True})] if cuda else [])
+        gpu_clocks = [("gpu_call", {"name": "mine", "seed": 106, "keep": True})] if cuda else []
+        assert side.asks[1 + len(loop):] == gpu_clocks
         assert all(set(fields) & {"seed", "seeds"} == {"seed"} for _, fields in side.asks)
 
 

@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from conftest import loop_ms
 from tutor.harness.gpu_clock import PROBE_CALLS
 
 pytestmark = pytest.mark.gpu
@@ -52,7 +53,7 @@ def test_host_work_before_the_launches_is_counted(device, a):
         return a @ a
 
     clock, ms, _ = timed(device, "host_heavy", host_heavy)
-    loop = [device.loop_ms(no_inputs, lambda x: host_heavy(), range(4), "host_heavy") for _ in range(3)]
+    loop = [loop_ms(device, no_inputs, lambda x: host_heavy(), range(4), "host_heavy") for _ in range(3)]
     print("host-heavy:", clock.held, clock.hold_ms, ms, loop)
     # The call clock (calls back to back) pays the host's 3 ms; the GPU clock, the kernel alone.
     assert clock.held and min(loop) >= 3.0 and max(ms) < 1.0
@@ -64,7 +65,7 @@ def test_the_call_clock_of_gpu_bound_calls_is_their_gpu_time(device, a):
             a @ a
 
     clock, ms, _ = timed(device, "matmuls", matmuls)
-    loop = [device.loop_ms(no_inputs, lambda x: matmuls(), range(6), "matmuls") for _ in range(5)]
+    loop = [loop_ms(device, no_inputs, lambda x: matmuls(), range(6), "matmuls") for _ in range(5)]
     print("GPU-bound: GPU", ms, "loop", loop)
     assert abs(sorted(loop)[2] / sorted(ms)[3] - 1) < 0.1
 
@@ -83,6 +84,6 @@ def test_work_on_a_side_stream_cannot_hide_in_the_hold(device, a):
     print("side stream:", clock.held, clock.gpu_ms[:3], clock.after_ms[:3], ms[:3], charged)
     assert clock.held and charged == ["side"]
     assert min(ms) > 0.5 and max(clock.gpu_ms) < 0.05  # ~1.4 ms of matmuls, charged; the events saw none
-    loop = [device.loop_ms(no_inputs, lambda x: cheat(), range(4), "side") for _ in range(3)]
+    loop = [loop_ms(device, no_inputs, lambda x: cheat(), range(4), "side") for _ in range(3)]
     print("side stream, back to back:", loop)
     assert min(loop) > 0.5  # the call clock waits for the whole device: nothing to charge, nothing missed

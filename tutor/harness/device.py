@@ -145,13 +145,6 @@ class Device:
         times = sorted(times)  # a median of builtins (tutor.harness.guard watches them), not statistics'
         return (times[(len(times) - 1) // 2] + times[len(times) // 2]) / 2
 
-    def loop_ms(self, make, call, seeds, name: str) -> float:
-        """A loop of calls on the inputs `make(seed, flush)` makes of `seeds` (call_ms, loop_sample), for the clock's
-        own tests and benchmarks, whose seeds are their own: a grade's worker is sent each call's seed alone, once
-        the call before returned (tutor.harness.worker.Worker.loop_call)."""
-        return self.loop_sample(name, [self.call_ms(lambda flush, seed=seed: make(seed, flush), call, k == 0)
-                                       for k, seed in enumerate(seeds)])
-
     def hold_ms(self, ms: float) -> bool:
         """Hold the whole GPU for `ms` from now, so the host runs ahead of it; False on CPU, or without the hold."""
         return bool(self._clock) and self._clock.hold_ms(ms)

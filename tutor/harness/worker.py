@@ -142,7 +142,7 @@ class Worker:
         self.warm: list = []
         self._warm_bytes = 0  # what the warm-up's inputs hold, kept to the end beside every round's
         self.kept: dict[str, list[call_checks.Kept]] = {}  # each workload's outputs of its last round
-        self._loop_ms: dict[str, list[float]] = {}  # the times of the loop's calls so far (loop_call)
+        self._loop_ms: list[float] = []  # the times of the loop's calls so far (loop_call)
         self._loop_made: list = []  # and the inputs they were made
         self.prepared_bytes = 0
         self._shared = None
@@ -230,19 +230,19 @@ class Worker:
         call. The caller reads its results at once, and keeps them."""
         if "problem" in out or out["cuda"]:
             return out  # a GPU tensor fails the check on its own (tutor.grading.performance.check_correctness)
-        self.device.synchronize()
-        with self._checked_work("reading an output"):
-            written = not _same(returned, out["tensor"])
-        if written:
+        if not self._still(returned, out["tensor"]):
             return {"problem": call_checks.STILL_WRITTEN}
         self.forward(name, self._input(secrets.randbelow(2**62)))
-        self.device.synchronize()
-        with self._checked_work("reading an output"):
-            changed = not _same(returned, out["tensor"])
-        if changed:
+        if not self._still(returned, out["tensor"]):
             return {"problem": "the next call changed the output this call returned: forward() must return results "
                                "the caller keeps (a fresh tensor each call, not a buffer it fills again)"}
         return out
+
+    def _still(self, returned, then) -> bool:
+        """Whether `returned` still holds what was read from it, once the device is done, read with checked work."""
+        self.device.synchronize()
+        with self._checked_work("reading an output"):
+            return _same(returned, then)
 
     # A round of `name`, a call an ask, each sent once the call before returned, with only its own seed: nothing of a
     # later call (its input, or the seed it is made from) exists in the process while an earlier one runs.
@@ -263,7 +263,7 @@ class Worker:
         (tutor.harness.call_checks), for `sampled` to read after. The `last` call takes the loop's sample; without
         `keep` (a workload whose outputs no check reads), its outputs are dropped then."""
         if first:
-            self._loop_ms[name], self._loop_made = [], []
+            self._loop_ms, self._loop_made = [], []
         made, kept = self._loop_made, self.kept[name]  # the loop's inputs so far, for a memory budget (AllocatorPeak)
 
         def make(flush: bool):
@@ -275,11 +275,11 @@ class Worker:
         def call(x):
             kept.append(call_checks.Kept(self.forward(name, x)))
 
-        self._loop_ms[name].append(self.device.call_ms(make, call, flush=first))
+        self._loop_ms.append(self.device.call_ms(make, call, flush=first))
         del made
         if last:
-            self.samples[name].append(self.device.loop_sample(name, self._loop_ms.pop(name)))  # the call clock's
-            self._loop_made = []
+            self.samples[name].append(self.device.loop_sample(name, self._loop_ms))  # the call clock's sample
+            self._loop_ms, self._loop_made = [], []
             self._verify()
             if not keep and not self.device.cuda:  # the round's last ask on CPU
                 del self.kept[name]
