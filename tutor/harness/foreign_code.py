@@ -7,24 +7,30 @@ work then runs, and remove it before the next check (tests/test_every_call_check
 call from answers worked out while the harness made the inputs). So, while the harness works, a profile function on
 its thread sees every Python function that runs there: one whose code is neither the harness's, the spec's, torch's
 nor the standard library's is the workload's, however it got there, and stops the run. Code is told by the file it
-was compiled from: a workload that compiles its own under the name of torch's files, or a kernel compiled from C++
-and registered and removed by a thread in between, would still pass unseen. Making the inputs where no learner code
-runs is the whole answer (docs/harness.md).
+was compiled from, and must be what that file compiles to: a workload's own code compiled under the name of torch's
+files is not. A trace or profile function of the workload's set on the harness's thread while it works (a thread's
+threading.settrace_all_threads) stops the run too. A kernel compiled from C++ and registered and removed by a
+thread in between would still pass unseen: making the inputs where no learner code runs is the whole answer
+(docs/harness.md).
 """
 
 from __future__ import annotations
 
+import _imp
 import importlib.util
 import os
 import sys
+import time
+import types
 from contextlib import contextmanager
 
 import torch
 
+from tutor.harness.guard import monitoring_tools
 from tutor.harness.loading import HarnessFailure
 
 # Bound when the harness imports, before any learner code: a workload that swaps them changes nothing here.
-_get_profile, _set_profile = sys.getprofile, sys.setprofile
+_get_profile, _set_profile, _get_trace = sys.getprofile, sys.setprofile, sys.gettrace
 _TUTOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the tutor package, the harness in it
 
 
@@ -53,8 +59,11 @@ class ForeignCode:
         self._folders = tuple(_folder(p) for p in places if os.path.isdir(p))
         self._files = {os.path.realpath(p) for p in [spec_file, *places] if os.path.isfile(p)}
         self._stdlib = _folder(os.path.dirname(os.__file__))
+        self._since = time.time()  # a file changed after this is not the file the harness trusted
         self._trusted: dict[object, bool] = {}  # per code object, once decided
+        self._compiled: dict[str, dict[tuple[str, int], list[types.CodeType]]] = {}  # per file, its code by place
         self._seen: list[str] = []
+        self._tools = monitoring_tools()  # sys.monitoring's tools in use before learner code loaded
 
     @contextmanager
     def watched(self, what: str):
@@ -63,11 +72,18 @@ class ForeignCode:
         if _get_profile() is not None:
             yield
             return
+        hooked = self._hooked()
         _set_profile(self._see)
         try:
             yield
         finally:
+            hooked = hooked or self._hooked() or _get_profile() != self._see
             _set_profile(None)
+        if hooked:
+            raise HarnessFailure("tampered", f"A trace, profile or sys.monitoring function of your workload's was in "
+                                 f"force on the harness's thread while it worked ({what}): it runs code of your "
+                                 "workload inside the harness's work. Leave sys.settrace, sys.setprofile, their "
+                                 "threading forms and sys.monitoring alone.")
         if self._seen:
             ran, self._seen = self._seen, []
             raise HarnessFailure("tampered", f"Code of your workload ran inside the harness's own work ({what}): "
@@ -77,13 +93,19 @@ class ForeignCode:
                                  "as an operator of your own namespace (torch.library.custom_op(\"mylib::name\", "
                                  "...)) and call it from forward().")
 
+    def _hooked(self) -> bool:
+        """Whether an interpreter hook the profile function does not see through is in force: a trace function,
+        or a sys.monitoring tool that was not in use before learner code loaded (its callbacks raise no profile
+        events)."""
+        return _get_trace() is not None or monitoring_tools() != self._tools
+
     def _see(self, frame, event: str, arg) -> None:
         if event != "call":
             return
         code = frame.f_code
         trusted = self._trusted.get(code)
         if trusted is None:
-            trusted = self._trusted[code] = self._is_trusted(code.co_filename)
+            trusted = self._trusted[code] = self._is_trusted(code.co_filename) and self._genuine(code)
         if not trusted:
             self._seen.append(f"{code.co_name}() in {code.co_filename}, line {frame.f_lineno}")
 
@@ -96,3 +118,37 @@ class ForeignCode:
         # The standard library's, not the packages installed beside it (a base Python's site-packages is in its folder).
         inside = path[len(self._stdlib):].split(os.sep) if path.startswith(self._stdlib) else ["site-packages"]
         return not {"site-packages", "dist-packages"} & set(inside)
+
+    def _genuine(self, code: types.CodeType) -> bool:
+        """Whether `code` is code its file compiles to, the file as it was when the harness started: code compiled
+        from a workload's source under a trusted file's name is not. (Code objects compare without their file name.)"""
+        found = self._compiled.get(code.co_filename)
+        if found is None:
+            found = self._compiled[code.co_filename] = _code_by_place(self._compile(code.co_filename))
+        return any(code == known for known in found.get((code.co_name, code.co_firstlineno), ()))
+
+    def _compile(self, filename: str) -> types.CodeType | None:
+        """What `filename` compiles to, or None where it cannot be read as it was when the harness started."""
+        if filename.startswith("<frozen "):
+            try:
+                return _imp.get_frozen_object(filename[len("<frozen "):-1])
+            except ImportError:
+                return None
+        try:
+            if os.stat(filename).st_ctime > self._since:  # ctime: no os.utime() sets it back
+                return None
+            with open(filename, "rb") as f:
+                return compile(f.read(), filename, "exec", dont_inherit=True)
+        except (OSError, SyntaxError, ValueError):
+            return None
+
+
+def _code_by_place(top: types.CodeType | None) -> dict[tuple[str, int], list[types.CodeType]]:
+    """Every code object in `top`, its nested functions' included, by name and first line."""
+    found: dict[tuple[str, int], list[types.CodeType]] = {}
+    todo = [top] if top is not None else []
+    while todo:
+        code = todo.pop()
+        found.setdefault((code.co_name, code.co_firstlineno), []).append(code)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return found

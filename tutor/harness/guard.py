@@ -267,6 +267,7 @@ def _hooks() -> dict[str, object]:
     hooks = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
              "threading.settrace": threading.gettrace(), "threading.setprofile": threading.getprofile(),
              "gc.callbacks": tuple(map(id, gc.callbacks)),
+             "sys.monitoring": monitoring_tools(),
              "a torch function mode": torch._C._len_torch_function_stack(),
              "a torch dispatch mode": torch._C._len_torch_dispatch_stack()}
     for which in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
@@ -277,6 +278,14 @@ def _hooks() -> dict[str, object]:
         except (ValueError, OSError):
             pass
     return hooks
+
+
+def monitoring_tools() -> tuple[tuple[int, str], ...]:
+    """sys.monitoring's tools in use (Python 3.12 on), by id and name."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return ()
+    return tuple((tool, name) for tool in range(6) if (name := monitoring.get_tool(tool)) is not None)
 
 
 @functools.cache
