@@ -176,17 +176,27 @@ def test_the_cheats_that_learn_the_future_earned_nothing_on_the_h100():
 
 
 PER_CALL_LOOP_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle4_per_call_loop_2026-12-07.json"
+# The same H100 model again once each call of a round was an ask of its own (its seed sent once the call before
+# returned): both of issue 76's puzzle4 cases, the seed finder in its form that looks in every call.
+PER_CALL_ASK_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle4_per_call_asks_2026-12-07.json"
 
 
-def test_the_cheat_that_batches_the_loops_inputs_found_none_on_the_h100():
-    """Graded once on one H100 (PER_CALL_LOOP_CHEATS; two more grades owed) once the CUDA loop made each input after
-    the call before: with nothing ahead to find, it decodes every call itself, at the baseline's speed (0.95x), where
-    it read gold at 3.6x when the loop's inputs were made before its first call."""
-    recorded = json.loads(PER_CALL_LOOP_CHEATS.read_text())
-    assert "H100" in recorded["card"]
-    [grade] = recorded["grades"]
-    assert (grade["puzzle"], grade["which"], grade["tier"]) == ("puzzle4", "cheats/batches_the_loops_inputs", "")
-    assert grade["speedups"]["baseline"] < get_puzzle("puzzle4").tiers[0].min_speedup
+def test_puzzle4s_cheats_that_look_ahead_found_nothing_on_the_h100():
+    """Graded on one H100 once the CUDA loop made each input after the call before (PER_CALL_LOOP_CHEATS) and once
+    each call was an ask of its own (PER_CALL_ASK_CHEATS): with nothing ahead to find, each decodes every call
+    itself, at the baseline's speed or under it (0.95x and 1.06x; the seed finder 0.75x, its search its own cost),
+    where the batcher read gold at 3.6x when the loop's inputs were made before its first call, and the seed finder
+    gold at 24x when the warm call could read the round's seeds."""
+    grades = []
+    for fixture in (PER_CALL_LOOP_CHEATS, PER_CALL_ASK_CHEATS):
+        recorded = json.loads(fixture.read_text())
+        assert "H100" in recorded["card"]
+        grades += recorded["grades"]
+    assert sorted(g["which"] for g in grades) == [*["cheats/batches_the_loops_inputs"] * 2,
+                                                  "cheats/finds_the_rounds_seeds"]
+    for grade in grades:
+        assert grade["puzzle"] == "puzzle4" and grade["tier"] == "", grade
+        assert grade["speedups"]["baseline"] < get_puzzle("puzzle4").tiers[0].min_speedup
 
 
 def graded_three_times_but(grades: list[dict], puzzles: set[str], owed: set) -> set:

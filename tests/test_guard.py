@@ -86,3 +86,53 @@ def test_a_namespace_changed_harmlessly_once_is_still_watched_after():
         Base.timed = original
         del Timer.__slotnames__
     assert "the harness or its timer was modified: Timer.timed" in watched.violations
+
+
+# Audit hooks cannot be removed: each case runs in a process of its own, with a guard made before the hook's adder.
+AUDIT_HOOK_ADDED = """
+import sys
+from tutor.harness.guard import Guard
+guard = Guard({{}})
+{add}
+print(guard.violations)
+"""
+
+
+def _violations_after(add: str) -> str:
+    import subprocess
+    import sys
+    import textwrap
+
+    done = subprocess.run([sys.executable, "-c", AUDIT_HOOK_ADDED.format(add=textwrap.dedent(add))],
+                          capture_output=True, text=True, timeout=120)
+    return done.stdout + done.stderr
+
+
+def test_an_audit_hook_a_library_torch_imports_adds_is_its_own():
+    import pytest
+
+    fork = pytest.importorskip("filelock._core._fork")
+    if not hasattr(fork, "_register_fork_hooks"):
+        pytest.skip("this filelock adds no audit hook")
+    # filelock adds its fork-safety hook on Python 3.12 alone, where torch.compile's imports load it; said so here.
+    out = _violations_after("""
+        from filelock._core import _fork
+        sys.version_info = (3, 12)
+        _fork._register_fork_hooks()
+    """)
+    assert out.strip().endswith("[]"), out
+
+
+def test_an_audit_hook_of_the_workloads_is_refused_even_under_a_librarys_file_name():
+    import filelock
+
+    # Python drops a hook that an earlier hook refused, and the RuntimeError with it: the violation is what remains.
+    out = _violations_after(f"""
+        ran = []
+        exec(compile("def add():\\n    sys.addaudithook(lambda event, args: ran.append(event))\\n",
+                     {filelock.__file__!r}, "exec"))
+        add()
+        open("/dev/null").close()
+        print("its hook ran" if ran else "its hook never ran")
+    """)
+    assert "its hook never ran" in out and "added an audit hook (sys.addaudithook)" in out, out

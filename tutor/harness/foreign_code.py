@@ -16,16 +16,13 @@ thread in between would still pass unseen: making the inputs where no learner co
 
 from __future__ import annotations
 
-import _imp
-import importlib.util
 import os
 import sys
-import time
-import types
 from contextlib import contextmanager
 
 import torch
 
+from tutor.harness.genuine_code import GenuineCode, folder, package_place
 from tutor.harness.guard import monitoring_tools
 from tutor.harness.loading import HarnessFailure
 
@@ -38,30 +35,17 @@ _TUTOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the tuto
 TORCH_RUNS = ("typing_extensions", "numpy")
 
 
-def _folder(path: str) -> str:
-    return os.path.join(os.path.realpath(path), "")
-
-
-def _package_place(name: str) -> str | None:
-    """A package's folder, or a single-file module's file, found without importing it."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.origin:
-        return None
-    return os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
-
-
 class ForeignCode:
     """Watches the harness's own work for Python code that is not its own, the spec's, torch's or the standard
     library's."""
 
     def __init__(self, spec_file: str) -> None:
-        places = [os.path.dirname(torch.__file__), _TUTOR, *filter(None, map(_package_place, TORCH_RUNS))]
-        self._folders = tuple(_folder(p) for p in places if os.path.isdir(p))
+        places = [os.path.dirname(torch.__file__), _TUTOR, *filter(None, map(package_place, TORCH_RUNS))]
+        self._folders = tuple(folder(p) for p in places if os.path.isdir(p))
         self._files = {os.path.realpath(p) for p in [spec_file, *places] if os.path.isfile(p)}
-        self._stdlib = _folder(os.path.dirname(os.__file__))
-        self._since = time.time()  # a file changed after this is not the file the harness trusted
+        self._stdlib = folder(os.path.dirname(os.__file__))
+        self._genuine = GenuineCode()  # and made from that file's own source, not only named after it
         self._trusted: dict[object, bool] = {}  # per code object, once decided
-        self._compiled: dict[str, dict[tuple[str, int], list[types.CodeType]]] = {}  # per file, its code by place
         self._seen: list[str] = []
         self._tools = monitoring_tools()  # sys.monitoring's tools in use before learner code loaded
 
@@ -118,37 +102,3 @@ class ForeignCode:
         # The standard library's, not the packages installed beside it (a base Python's site-packages is in its folder).
         inside = path[len(self._stdlib):].split(os.sep) if path.startswith(self._stdlib) else ["site-packages"]
         return not {"site-packages", "dist-packages"} & set(inside)
-
-    def _genuine(self, code: types.CodeType) -> bool:
-        """Whether `code` is code its file compiles to, the file as it was when the harness started: code compiled
-        from a workload's source under a trusted file's name is not. (Code objects compare without their file name.)"""
-        found = self._compiled.get(code.co_filename)
-        if found is None:
-            found = self._compiled[code.co_filename] = _code_by_place(self._compile(code.co_filename))
-        return any(code == known for known in found.get((code.co_name, code.co_firstlineno), ()))
-
-    def _compile(self, filename: str) -> types.CodeType | None:
-        """What `filename` compiles to, or None where it cannot be read as it was when the harness started."""
-        if filename.startswith("<frozen "):
-            try:
-                return _imp.get_frozen_object(filename[len("<frozen "):-1])
-            except ImportError:
-                return None
-        try:
-            if os.stat(filename).st_ctime > self._since:  # ctime: no os.utime() sets it back
-                return None
-            with open(filename, "rb") as f:
-                return compile(f.read(), filename, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError):
-            return None
-
-
-def _code_by_place(top: types.CodeType | None) -> dict[tuple[str, int], list[types.CodeType]]:
-    """Every code object in `top`, its nested functions' included, by name and first line."""
-    found: dict[tuple[str, int], list[types.CodeType]] = {}
-    todo = [top] if top is not None else []
-    while todo:
-        code = todo.pop()
-        found.setdefault((code.co_name, code.co_firstlineno), []).append(code)
-        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    return found

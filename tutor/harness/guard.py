@@ -24,9 +24,13 @@ import time
 import types
 
 from tutor.harness import processes
+from tutor.harness.genuine_code import GenuineCode, folder, package_place
 
 # Libraries that legitimately patch torch (torch._dynamo wraps Module.__init__ and manual_seed).
 LIBRARIES = ("torch", "triton", "torchao", "gemlite", "functorch")
+# Libraries whose own audit hooks torch.compile's imports add, and so may be added while a workload runs: filelock
+# adds one on Python 3.12 to keep its locks safe across a fork (Inductor's caches lock with it).
+AUDITING_LIBRARIES = (*LIBRARIES, "filelock")
 _BUILTIN = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
             types.ClassMethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType)
 # Audit events that name a file (first two arguments) and that start a process (any argument).
@@ -66,6 +70,8 @@ class Guard:
         # (label, real path, is a folder, what a shell command reading it would contain)
         self._protected = [(label, os.path.realpath(p), os.path.isdir(p), _token(p))
                            for label, paths in protected.items() for p in paths]
+        self._genuine = GenuineCode()
+        self._auditing = tuple(folder(place) for place in filter(None, map(package_place, AUDITING_LIBRARIES)))
         global _GUARDS
         if not _GUARDS:
             sys.addaudithook(_audit_for_guards)  # one hook a process, added before learner code loads
@@ -75,12 +81,19 @@ class Guard:
         if violation not in self.violations:
             self.violations.append(violation)
 
+    def _a_librarys(self, code: types.CodeType | None) -> bool:
+        """Whether `code` is an auditing library's own (AUDITING_LIBRARIES), as its file compiles it."""
+        return (code is not None and os.path.realpath(code.co_filename).startswith(self._auditing)
+                and self._genuine(code))
+
     # -- files: the reference solution and the progress db stay out of reach -----------------
 
     def _audit(self, event: str, args: tuple) -> None:
         if event == "sys.addaudithook":
             # A hook of learner code would run inside the harness's own work (ctypes' events fire as it reads
             # outputs), after its check of its operators; Python adds none that one before it refuses.
+            if self._a_librarys(_adder()):
+                return
             self.note("your workload added an audit hook (sys.addaudithook): Python runs it inside the harness's "
                       "own work, which must run no code of yours")
             raise RuntimeError("infprof-tutor: a workload may not add an audit hook while it is graded")
@@ -258,6 +271,15 @@ def _foreign(old, new) -> bool:
     target = getattr(target, "__func__", target)  # bound methods
     origin = target.__name__ if isinstance(target, types.ModuleType) else getattr(target, "__module__", None)
     return not (isinstance(origin, str) and origin.split(".")[0] in (*LIBRARIES, "builtins"))
+
+
+def _adder() -> types.CodeType | None:
+    """The code that called sys.addaudithook, from inside the audit hook it raised: the first frame outside this
+    module."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame.f_code if frame is not None else None
 
 
 def _hooks() -> dict[str, object]:
