@@ -40,3 +40,15 @@ def test_the_trace_analysis_benchmark_runs_as_its_usage_line_says_at_a_small_siz
     assert done.returncode == 0, done.stderr[-2000:]
     assert "trace: 20,026 events (tiled from baseline_trace.json.gz" in done.stdout
     assert "per-iteration metrics match" in done.stdout and "ours: median" in done.stdout
+
+
+def test_the_harness_profiler_profiles_each_sides_worker_through_a_whole_grade():
+    """docs/harness.md sends the GPU's per-call cost to `profile_harness.py PUZZLE --workers`: on puzzle0, on this CPU,
+    both workers' profiles come back (the learner's side's kept before its last reply, after which it may be killed),
+    and the grade inside them ran whole: the candidate's check of the harness's operators and its calls are listed."""
+    done = subprocess.run([sys.executable, "benchmarks/profile_harness.py", "puzzle0", "--workers", "--top", "40"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    candidate, ruler = done.stdout.split("\ncandidate-")[1].split("\nruler-")
+    assert "dispatch_table.py" in candidate and "(loop_call)" in candidate, candidate[-3000:]
+    assert "(loop_call)" in ruler and "dispatch_table.py" not in ruler, ruler[-3000:]

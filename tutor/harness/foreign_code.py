@@ -9,9 +9,9 @@ its thread sees every Python function that runs there: one whose code is neither
 nor the standard library's is the workload's, however it got there, and stops the run. Code is told by the file it
 was compiled from, and must be what that file compiles to: a workload's own code compiled under the name of torch's
 files is not. A trace or profile function of the workload's set on the harness's thread while it works (a thread's
-threading.settrace_all_threads) stops the run too. A kernel compiled from C++ and registered and removed by a
-thread in between would still pass unseen: making the inputs where no learner code runs is the whole answer
-(docs/harness.md).
+threading.settrace_all_threads) stops the run too, as does a sys.monitoring tool not in use before. A kernel
+compiled from C++, or such a hook, set and removed again by a thread within one piece of that work would still pass
+unseen: making the inputs where no learner code runs is the whole answer (docs/harness.md).
 """
 
 from __future__ import annotations

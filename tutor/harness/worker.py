@@ -575,8 +575,29 @@ def awake(conn: Connection) -> Connection:
     return conn
 
 
+# benchmarks/profile_harness.py --workers DIR: each worker's own functions profiled (cProfile), kept in DIR.
+PROFILE_ENV = "INFPROF_PROFILE_WORKERS"
+
+
 def serve(conn: Connection, request: dict, names: list[str], candidate: str | None) -> None:
-    """The worker's loop: one operation in, one reply out, until `finish` or the coordinator hangs up."""
+    """The worker's loop (`_serve`), under cProfile where PROFILE_ENV names a folder for its stats."""
+    folder = os.environ.get(PROFILE_ENV)
+    if not folder:
+        return _serve(conn, request, names, candidate)
+    import cProfile
+
+    profiler = cProfile.Profile()
+
+    def kept() -> None:  # before the last reply: a learner's side may be killed once it is sent
+        profiler.disable()
+        profiler.dump_stats(os.path.join(folder, f"{'candidate' if candidate else 'ruler'}-{os.getpid()}.prof"))
+
+    profiler.enable()
+    _serve(conn, request, names, candidate, kept)
+
+
+def _serve(conn: Connection, request: dict, names: list[str], candidate: str | None, last=lambda: None) -> None:
+    """One operation in, one reply out, until `finish` or the coordinator hangs up; `last()` before the last reply."""
     worker = None
     while True:
         try:
@@ -598,6 +619,8 @@ def serve(conn: Connection, request: dict, names: list[str], candidate: str | No
             wire.send(conn, {"error": {"kind": "harness_bug", "message": f"{type(e).__name__}: {e}",
                                        "where": "harness", "tb": tb[-4000:]}})
             return
-        wire.send(conn, reply, op=op)
         if op == "finish" and not message.get("keep"):
+            last()
+            wire.send(conn, reply, op=op)
             return
+        wire.send(conn, reply, op=op)
