@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import pstats
 import os
+import pstats
 import shutil
 import sys
 import tempfile

@@ -22,3 +22,44 @@ def test_the_table_names_a_kernel_registered_after_it_and_not_a_meta_one():
         library._destroy()
     assert table.changed() == []
     assert torch.equal(torch.ones(2) * 3, torch.full((2,), 3.0))  # mul's own kernel again
+
+
+def _spec_makers():
+    """Each shipped puzzle that makes its inputs with its spec (a server's requests are the coordinator's)."""
+    from tutor.catalog import all_puzzles
+    from tutor.harness.loading import load_module
+
+    for puzzle in all_puzzles().values():
+        spec = load_module(puzzle.folder / "spec.py", f"dispatch_{puzzle.id}", ())
+        if callable(getattr(spec, "make_input", None)):
+            yield puzzle.id, spec
+
+
+def test_every_specs_input_making_dispatches_what_the_worker_probes_for_any_seed():
+    """The check before each call's input reads only the operators a dry run of INPUT_SEEDS_PROBED inputs dispatched
+    (tutor.harness.worker.Worker._input_table): every shipped spec makes every input with those, so no seed leads
+    the harness through an operator that check leaves out."""
+    from tutor.harness.dispatch_table import dispatched
+    from tutor.harness.worker import INPUT_SEEDS_PROBED
+
+    for puzzle, spec in _spec_makers():
+        probed = dispatched(lambda: [spec.make_input(seed, "cpu") for seed in range(INPUT_SEEDS_PROBED)])
+        others = range(INPUT_SEEDS_PROBED, INPUT_SEEDS_PROBED + 3)
+        later = dispatched(lambda: [spec.make_input(seed, "cpu") for seed in others])
+        assert probed and later <= probed, (puzzle, later - probed)
+
+
+def test_the_input_makings_table_is_a_fraction_of_the_whole_and_still_names_its_operators_kernels():
+    from tutor.harness.dispatch_table import dispatched, entered
+
+    spec = dict(_spec_makers())["puzzle1"]
+    whole = DispatchTable(entered(lambda: spec.make_input(0, "cpu")))
+    narrow = DispatchTable(dispatched(lambda: spec.make_input(0, "cpu")))
+    assert len(narrow._overloads) * 3 < len(whole._overloads)  # each check a third of the reads or fewer
+    library = torch.library.Library("aten", "IMPL")
+    try:
+        library.impl("normal_", lambda self, *args, **kwargs: self, "CPU")  # what randn fills its tensor with
+        assert [found.split(" ")[0] for found in narrow.changed()] == ["aten::normal_"]
+    finally:
+        library._destroy()
+    assert narrow.changed() == []

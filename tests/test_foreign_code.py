@@ -23,6 +23,7 @@ def test_the_harness_work_runs_its_own_and_names_anyone_elses(tmp_path: Path):
         spec.make_input(2, "cpu").float().mul(2).tolist()
         json.dumps({"a": [1]})
         torch.nn.functional.relu(torch.ones(2))
+        from email import message  # noqa: F401 - the frozen importlib's _handle_fromlist runs it
     with pytest.raises(HarnessFailure) as info, watch.watched("making an input"):
         mine.kernel(1)
     assert info.value.kind == "tampered"

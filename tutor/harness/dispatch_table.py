@@ -8,7 +8,9 @@ harness dispatches anything in a process that learner code has run in, the table
 whose kernels changed stops the run. The operators are those the harness's own work entered (`entered`) in a dry
 run of it before learner code loaded: reading all of aten's 3,000 again cost 60 ms a check on a 2-core machine,
 these a few. Meta kernels are left out: torch registers them lazily (torch.compile's imports do), and they never
-run on a real tensor.
+run on a real tensor. The check before each call's input is made reads a narrower table, the operators a dry run
+of the spec's input making and the L2 flush dispatched (`dispatched`, the profiler's view: every level of it):
+30-60 overloads where every piece of the harness's work needs 190 (tests/test_dispatch_table.py).
 """
 
 from __future__ import annotations
@@ -49,6 +51,22 @@ def entered(work) -> set[str]:
     with Functions():
         work()
     return seen | INTERNALS
+
+
+def dispatched(work) -> set[str] | None:
+    """The aten operators `work()` dispatches at every level (a copy's empty_strided and copy_ beneath its
+    _to_copy), as torch's profiler records them; None where that profiler cannot run here. Its legacy form, the CPU's
+    records alone: no Kineto, whose start costs over a second a process (1.4 ms here, 2 s for Kineto's)."""
+    try:
+        from torch.autograd.profiler_legacy import profile
+    except ImportError:
+        return None
+    try:
+        with profile() as recorded:
+            work()
+    except RuntimeError:  # a profiler already running
+        return None
+    return {event.name for event in recorded.function_events if event.name.startswith("aten::")}
 
 
 def aten_overloads(names: set[str] | None = None) -> list[str]:

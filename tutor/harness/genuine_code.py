@@ -17,6 +17,11 @@ import time
 import types
 
 
+# Frozen modules whose code names them otherwise than they are frozen: importlib's bootstrap, which runs an import
+# statement's `from package import name` (_handle_fromlist) wherever one runs.
+FROZEN_AS = {"importlib._bootstrap": "_frozen_importlib", "importlib._bootstrap_external": "_frozen_importlib_external"}
+
+
 def folder(path: str) -> str:
     """`path` as a folder prefix: a file inside it starts with it, a sibling named alike does not."""
     return os.path.join(os.path.realpath(path), "")
@@ -46,8 +51,9 @@ class GenuineCode:
     def _compile(self, filename: str) -> types.CodeType | None:
         """What `filename` compiles to, or None where it cannot be read as it was when the harness started."""
         if filename.startswith("<frozen "):
+            name = filename[len("<frozen "):-1]
             try:
-                return _imp.get_frozen_object(filename[len("<frozen "):-1])
+                return _imp.get_frozen_object(FROZEN_AS.get(name, name))
             except ImportError:
                 return None
         try:

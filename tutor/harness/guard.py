@@ -81,7 +81,7 @@ class Guard:
         if violation not in self.violations:
             self.violations.append(violation)
 
-    def _a_librarys(self, code: types.CodeType | None) -> bool:
+    def _from_an_auditing_library(self, code: types.CodeType | None) -> bool:
         """Whether `code` is an auditing library's own (AUDITING_LIBRARIES), as its file compiles it."""
         return (code is not None and os.path.realpath(code.co_filename).startswith(self._auditing)
                 and self._genuine(code))
@@ -92,7 +92,7 @@ class Guard:
         if event == "sys.addaudithook":
             # A hook of learner code would run inside the harness's own work (ctypes' events fire as it reads
             # outputs), after its check of its operators; Python adds none that one before it refuses.
-            if self._a_librarys(_adder()):
+            if self._from_an_auditing_library(_adder()):
                 return
             self.note("your workload added an audit hook (sys.addaudithook): Python runs it inside the harness's "
                       "own work, which must run no code of yours")
@@ -277,7 +277,7 @@ def _adder() -> types.CodeType | None:
     """The code that called sys.addaudithook, from inside the audit hook it raised: the first frame outside this
     module."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
+    while frame is not None and frame.f_globals is globals():
         frame = frame.f_back
     return frame.f_code if frame is not None else None
 

@@ -32,7 +32,7 @@ from tutor.harness.checks import own_copy
 from tutor.harness.foreign_code import ForeignCode
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
-from tutor.harness.dispatch_table import DispatchTable, entered
+from tutor.harness.dispatch_table import DispatchTable, dispatched, entered
 from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.harness.guard import Guard, SideWork
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
@@ -128,6 +128,7 @@ class Worker:
         self.spec = load_module(Path(request["spec"]), "spec", self.spec_api)
         # And what the harness's own operators dispatch to, read again before each use (tutor.harness.dispatch_table).
         self.dispatch = DispatchTable(entered(self._own_work)) if candidate else None
+        self.input_dispatch = self._input_table() if candidate else None  # before each input: its making's alone
         self.foreign = ForeignCode(request["spec"]) if candidate else None  # and what runs inside that work
         if request.get("correctness", {}).get("judged") and not callable(getattr(self.spec, "judge", None)):
             raise HarnessFailure("bad_request", "puzzle.toml's [correctness] judged = true, but its spec.py has no "
@@ -419,14 +420,14 @@ class Worker:
     def _inputs(self, seeds: list[int], flush: bool = False) -> list:
         """The inputs `seeds` make, then L2 written over if `flush`, with the harness's own operators: refused if
         learner code changed them."""
-        with self._checked_work():
+        with self._checked_work(table=self.input_dispatch):
             inputs = [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
             if flush:
                 self.device.flush_l2()
             return inputs
 
     @contextlib.contextmanager
-    def _checked_work(self, what: str = "making an input"):
+    def _checked_work(self, what: str = "making an input", table: DispatchTable | None = None):
         """The harness's own operators checked (`_own_operators`), then used, with the garbage collector held off from
         the check to the end of the work: a collection in between could run learner code (the __del__ of a cycle it
         left) after the check, and register a kernel that the work then runs. A thread is not held off: what runs
@@ -434,7 +435,7 @@ class Worker:
         held = gc.isenabled()
         gc.disable()
         try:
-            self._own_operators()
+            self._own_operators(table or self.dispatch)
             with self.foreign.watched(what) if self.foreign else contextlib.nullcontext():
                 yield
         finally:
@@ -454,10 +455,11 @@ class Worker:
         call_checks.read_whole(0, out)
         self.device.synchronize()
 
-    def _own_operators(self) -> None:
-        """Before the harness dispatches its own work in a process learner code has run in: every aten operator's
-        kernels as they were before it loaded, or the run stops (its work would have run the learner's)."""
-        changed = self.dispatch.changed() if self.dispatch else []
+    def _own_operators(self, table: DispatchTable | None) -> None:
+        """Before the harness dispatches its own work in a process learner code has run in: the kernels of every aten
+        operator `table` holds as they were before it loaded, or the run stops (its work would have run the
+        learner's)."""
+        changed = table.changed() if table else []
         if changed:
             self.guard.note("your workload changed what the harness's own operators run: " + "; ".join(changed[:3]))
             raise HarnessFailure("tampered", "Your workload changed what the operators the harness uses to make "
@@ -466,6 +468,21 @@ class Worker:
                                  "own namespace (torch.library.custom_op(\"mylib::name\", ...)) and call it from "
                                  "forward(), and enter modes such as autocast or inference_mode in a with block "
                                  "inside forward().")
+
+    def _input_table(self) -> DispatchTable | None:
+        """The operators a call's input making and L2 flush dispatch, read in a dry run of INPUT_SEEDS_PROBED inputs
+        (tutor.harness.dispatch_table.dispatched); the whole table where that cannot be read, or for a server, whose
+        requests the coordinator makes."""
+        if self.serving:
+            return self.dispatch
+
+        def make_and_flush() -> None:
+            for seed in range(INPUT_SEEDS_PROBED):
+                call_workload("spec.make_input", self.spec.make_input, seed, self.device.name)
+            self.device.flush_l2()
+
+        names = dispatched(make_and_flush)
+        return DispatchTable(names) if names else self.dispatch
 
     def _harness_holds(self, inputs=()) -> None:
         """For a memory budget: the harness's inputs alive now, the warm-up's and these (AllocatorPeak)."""
@@ -502,6 +519,9 @@ class Worker:
         return strict, libraries
 
 
+# Inputs made in the dry run that reads which operators an input's making dispatches: every shipped spec makes the
+# same ones for any seed (tests/test_dispatch_table.py), and two cover a branch one seed might skip.
+INPUT_SEEDS_PROBED = 2
 # How long a comparator waits for GPU work the candidate's process left behind before that is a violation.
 QUIET_LIMIT_S = 5.0
 # How long the GPU is held while a host output is made and read: a forward() that does not wait for its copies
