@@ -39,22 +39,25 @@ from tutor.workspace import scratch_workspace
 def grade_one(ws, puzzle, path, which: str) -> dict:
     shutil.rmtree(ws.compile_cache("candidate"), ignore_errors=True)  # nothing the last graded file built
     shutil.copy(path, ws.editable_path(puzzle, "workload.py"))
+    started = time.monotonic()  # each row keeps its grade's seconds: what a device call's plan needs
     try:
         verdict = actions.grade(ws, puzzle)
     except RunFailed as failure:  # a crash, hang or OOM earns nothing: a row that says so
         return {"puzzle": puzzle.id, "which": which, "tier": "", "performance": [], "speedups": {},
-                "refused_by": [f"run failed ({failure.kind}): {str(failure)[:400]}"]}
+                "refused_by": [f"run failed ({failure.kind}): {str(failure)[:400]}"],
+                "wall_s": round(time.monotonic() - started, 1)}
     by_name = {c.name: c for c in verdict.criteria}
     refused = [f"{c.name}: {c.summary} {' | '.join(c.details[:4])}" for c in verdict.criteria
                if not c.passed and c.name != "diagnosis"]
     return {"puzzle": puzzle.id, "which": which, "tier": verdict.tier,
             "refused_by": refused, "performance": by_name["performance"].details[:4],
-            "speedups": {k: round(v["median"], 3) for k, v in verdict.speedups.items()}}
+            "speedups": {k: round(v["median"], 3) for k, v in verdict.speedups.items()},
+            "wall_s": round(time.monotonic() - started, 1)}
 
 
 def print_row(row: dict) -> None:
     print(f"{row['which']} ({row['puzzle']}, grade {row['run']}): tier {row['tier'] or '-'}; speed-ups "
-          f"{row['speedups']}", flush=True)
+          f"{row['speedups']}; {row.get('wall_s', '?')} s", flush=True)
     for line in row["refused_by"]:
         print(f"    refused by {line[:400]}", flush=True)
 
