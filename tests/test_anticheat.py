@@ -371,10 +371,18 @@ def forward(state, x):
     (FAKE_CLOCK, "the harness or its timer was modified: time.perf_counter_ns"),
     (FAKE_TIMER, "modified: tutor.harness.device.Device.time_call_ms"),
     (SLOWER_TORCH, "torch or Python built-ins were patched, and the harness times you with them: torch.Tensor.std"),
-    (SLOWER_BASELINE_BY_HOOK, "a hook that runs inside the harness's code was installed: sys.setprofile"),
-], ids=["perf_counter_ns", "Device.time_call_ms", "torch.Tensor.std", "sys.setprofile"])
+], ids=["perf_counter_ns", "Device.time_call_ms", "torch.Tensor.std"])
 def test_tampering_with_the_clock_or_the_baseline_is_caught(workspace, source, words, grade_as_mine):
     assert words in rejected(grade_as_mine(workspace, source), "fair play")
+
+
+def test_a_profile_function_set_at_import_stops_the_run_before_the_harness_works_under_it(workspace, grade_as_mine):
+    # It would run inside the harness's own work (the weights made, each input made): refused before that work
+    # runs under it, and said so. (The guard, which read the process's hooks after the calls, once found it later.)
+    with pytest.raises(RunFailed) as info:
+        grade_as_mine(workspace, SLOWER_BASELINE_BY_HOOK)
+    assert info.value.kind == "tampered" and "trace, profile or sys.monitoring" in info.value.message
+    assert "(making the weights)" in info.value.message
 
 
 @pytest.mark.parametrize("returns, words", [

@@ -63,3 +63,13 @@ def test_the_input_makings_table_is_a_fraction_of_the_whole_and_still_names_its_
     finally:
         library._destroy()
     assert narrow.changed() == []
+
+
+def test_under_a_profiler_already_running_the_input_making_is_not_read_and_the_whole_table_serves():
+    from torch.autograd.profiler_legacy import profile
+
+    from tutor.harness.dispatch_table import dispatched
+
+    with profile():
+        assert dispatched(lambda: torch.randn(2)) is None
+    assert "aten::randn" in dispatched(lambda: torch.randn(2))

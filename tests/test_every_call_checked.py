@@ -284,6 +284,43 @@ def test_a_kernel_a_thread_registers_while_the_harness_makes_an_input_is_refused
     assert "mul() in" in str(info.value) and not served.exists()
 
 
+def test_a_profile_function_forward_leaves_set_for_the_next_input_is_refused(make_request, tmp_path):
+    # forward() leaves a profile function set as it returns, except where the harness's frames say its round ends
+    # (the guard reads the process's hooks then): Python runs it inside the next call's input making, where it sees
+    # the input returned and works out its answer before that call's clock starts. A profile function runs no
+    # profile events of its own, so the watch of the harness's work would not see it: one in force there that was
+    # not before learner code loaded stops the run.
+    from tutor.runner import RunFailed
+
+    served = tmp_path / "served"
+    with pytest.raises(RunFailed) as info:
+        checked(make_request, tmp_path, ahead(served, """
+            import sys, torch
+            table, weights = {}, {}
+            def spy(frame, event, arg):
+                if event == "return" and frame.f_code.co_name == "make_input" and isinstance(arg, torch.Tensor):
+                    table[key(arg)] = arg * weights["w"]
+            def round_ends():
+                frame = sys._getframe(2)
+                while frame is not None:
+                    if frame.f_code.co_name == "gpu_call" or frame.f_locals.get("last") is True:
+                        return True
+                    frame = frame.f_back
+                return False
+            def prepare(w, device):
+                weights.update(w)
+                return w
+            def forward(state, x):
+                sys.setprofile(None)
+                out = answered(state, x)
+                if not round_ends():
+                    sys.setprofile(spy)
+                return out
+        """))
+    assert info.value.kind == "tampered" and "trace, profile or sys.monitoring" in str(info.value)
+    assert not served.exists()
+
+
 def test_an_audit_hook_of_the_workload_never_runs_inside_the_harness_reading_its_outputs(make_request, tmp_path):
     # Python calls every audit hook on its events, and ctypes raises one as the harness reads a kept output: a hook
     # added in prepare() would run there, after the harness checked its operators (and could register a kernel

@@ -8,10 +8,11 @@ call from answers worked out while the harness made the inputs). So, while the h
 its thread sees every Python function that runs there: one whose code is neither the harness's, the spec's, torch's
 nor the standard library's is the workload's, however it got there, and stops the run. Code is told by the file it
 was compiled from, and must be what that file compiles to: a workload's own code compiled under the name of torch's
-files is not. A trace or profile function of the workload's set on the harness's thread while it works (a thread's
-threading.settrace_all_threads) stops the run too, as does a sys.monitoring tool not in use before. A kernel
-compiled from C++, or such a hook, set and removed again by a thread within one piece of that work would still pass
-unseen: making the inputs where no learner code runs is the whole answer (docs/harness.md).
+files is not. A trace or profile function of the workload's in force on the harness's thread while it works (one
+forward() left set, or a thread's threading.settrace_all_threads) stops the run too, as does a sys.monitoring tool
+not in use before. A kernel compiled from C++, or such a hook, set and removed again by a thread within one piece
+of that work would still pass unseen: making the inputs where no learner code runs is the whole answer
+(docs/harness.md).
 """
 
 from __future__ import annotations
@@ -48,26 +49,27 @@ class ForeignCode:
         self._trusted: dict[object, bool] = {}  # per code object, once decided
         self._seen: list[str] = []
         self._tools = monitoring_tools()  # sys.monitoring's tools in use before learner code loaded
+        self._profile, self._trace = _get_profile(), _get_trace()  # and its hooks then: a profiler's of the harness's
 
     @contextmanager
     def watched(self, what: str):
-        """`what`, the harness's work, watched; refused as tampered if code of the workload ran in it. Not watched
-        under another profile function (a profiler's; one of the workload's is a violation of its own: guard)."""
-        if _get_profile() is not None:
+        """`what`, the harness's work, watched; refused as tampered if code of the workload ran in it, or a hook of
+        its own was in force (`_hooked`). Under the profile function in force before learner code loaded (a
+        benchmark's profiler of the harness itself), unwatched."""
+        profile = _get_profile()
+        if profile is not None and profile is self._profile:
             yield
             return
-        hooked = self._hooked()
+        if profile is not None or self._hooked():  # refused before the work runs under it
+            raise _hook_refused(what)
         _set_profile(self._see)
         try:
             yield
         finally:
-            hooked = hooked or self._hooked() or _get_profile() != self._see
+            hooked = self._hooked() or _get_profile() != self._see
             _set_profile(None)
         if hooked:
-            raise HarnessFailure("tampered", f"A trace, profile or sys.monitoring function of your workload's was in "
-                                 f"force on the harness's thread while it worked ({what}): it runs code of your "
-                                 "workload inside the harness's work. Leave sys.settrace, sys.setprofile, their "
-                                 "threading forms and sys.monitoring alone.")
+            raise _hook_refused(what)
         if self._seen:
             ran, self._seen = self._seen, []
             raise HarnessFailure("tampered", f"Code of your workload ran inside the harness's own work ({what}): "
@@ -78,10 +80,11 @@ class ForeignCode:
                                  "...)) and call it from forward().")
 
     def _hooked(self) -> bool:
-        """Whether an interpreter hook the profile function does not see through is in force: a trace function,
-        or a sys.monitoring tool that was not in use before learner code loaded (its callbacks raise no profile
-        events)."""
-        return _get_trace() is not None or monitoring_tools() != self._tools
+        """Whether an interpreter hook the profile function does not see through is in force that was not before
+        learner code loaded: a trace function, or a sys.monitoring tool (its callbacks raise no profile events). A
+        profile function of the workload's (one forward() left set runs inside the next input's making) is
+        `watched`'s to refuse: its own takes that place while it watches."""
+        return _get_trace() is not self._trace or monitoring_tools() != self._tools
 
     def _see(self, frame, event: str, arg) -> None:
         if event != "call":
@@ -102,3 +105,10 @@ class ForeignCode:
         # The standard library's, not the packages installed beside it (a base Python's site-packages is in its folder).
         inside = path[len(self._stdlib):].split(os.sep) if path.startswith(self._stdlib) else ["site-packages"]
         return not {"site-packages", "dist-packages"} & set(inside)
+
+
+def _hook_refused(what: str) -> HarnessFailure:
+    return HarnessFailure("tampered", f"A trace, profile or sys.monitoring function of your workload's was in force on "
+                          f"the harness's thread while it worked ({what}): it runs code of your workload inside the "
+                          "harness's work. Leave sys.settrace, sys.setprofile, their threading forms and "
+                          "sys.monitoring alone.")
