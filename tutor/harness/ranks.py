@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import socket
 import time
 import traceback
 from dataclasses import dataclass
@@ -32,14 +31,10 @@ REPLY_LIMIT_S = 120.0  # how long the coordinator waits for every rank to answer
 STOP_LIMIT_S = 10.0  # how long a rank is given to leave its process group and exit
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on now, for the ranks' rendezvous on this host."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+RENDEZVOUS_S = 60  # how long a rank waits for the others to join its process group
 
 
-def _rank_body(rank: int, world: int, port: int, backend: str, handler: Handler,
+def _rank_body(rank: int, world: int, backend: str, handler: Handler,
                in_child: Callable[[int], None] | None) -> Callable[[Connection], None]:
     def body(conn: Connection) -> None:
         if in_child:
@@ -47,13 +42,23 @@ def _rank_body(rank: int, world: int, port: int, backend: str, handler: Handler,
         import torch
         import torch.distributed as dist
 
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world))
         if backend == "nccl":
             torch.cuda.set_device(rank)
         else:  # a CPU rank stands for one GPU: one thread. And forked from a parent whose OpenMP pool ran, a
             # child that enters a parallel region can hang forever (seen in the test suite: torch.ones(4M)).
             torch.set_num_threads(1)
-        dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
+        limit = datetime.timedelta(seconds=RENDEZVOUS_S)
+        # Rank 0's store listens on a port the kernel picks as it binds, and the others learn it through the
+        # coordinator: a port found free and bound later could be taken in between (a rank died so, once, in a
+        # test suite of eight workers).
+        if rank == 0:
+            store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, timeout=limit, wait_for_workers=False)
+            wire.send(conn, {"port": store.port})
+        else:
+            store = dist.TCPStore("127.0.0.1", wire.recv(conn)["port"], world, is_master=False, timeout=limit)
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port))
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=limit)
         # The harness's own group: barriers that no workload's collective can stand in.
         harness_group = dist.new_group(backend="gloo")
         try:
@@ -144,10 +149,19 @@ def _reap(pid: int, limit_s: float = STOP_LIMIT_S) -> None:
 def start(world: int, handler: Handler, backend: str, in_child: Callable[[int], None] | None = None) -> RankGroup:
     """Fork `world` ranks running `handler`, each in a process group of its own size (gloo or nccl);
     `in_child(rank)` runs first in each (the coordinator's pipe to the tutor closed there, say)."""
-    port = free_port()
-    forked = [processes.fork_worker(_rank_body(rank, world, port, backend, handler, in_child))
-              for rank in range(world)]
-    return RankGroup([pid for pid, _ in forked], [conn for _, conn in forked])
+    forked = [processes.fork_worker(_rank_body(rank, world, backend, handler, in_child)) for rank in range(world)]
+    group = RankGroup([pid for pid, _ in forked], [conn for _, conn in forked])
+    if not wait([group.conns[0]], timeout=RENDEZVOUS_S):
+        group.stop()
+        raise HarnessFailure("timeout", f"rank 0 opened no rendezvous within {RENDEZVOUS_S} s")
+    try:
+        port = wire.recv(group.conns[0])["port"]
+    except (EOFError, OSError) as e:
+        group.stop()
+        raise HarnessFailure("crashed", "rank 0's process ended before it opened the ranks' rendezvous") from e
+    for conn in group.conns[1:]:
+        wire.send(conn, {"port": port})
+    return group
 
 
 def slowest(per_rank: list[list[float]]) -> list[float]:
