@@ -8,9 +8,10 @@ call from answers worked out while the harness made the inputs). So, while the h
 its thread sees every Python function that runs there: one whose code is neither the harness's, the spec's, torch's
 nor the standard library's is the workload's, however it got there, and stops the run. Code is told by the file it
 was compiled from, and must be what that file compiles to: a workload's own code compiled under the name of torch's
-files is not. A trace or profile function of the workload's in force on the harness's thread while it works (one
-forward() left set, or a thread's threading.settrace_all_threads) stops the run too, as does a sys.monitoring tool
-not in use before. A kernel compiled from C++, or such a hook, set and removed again by a thread within one piece
+files is not. A trace or profile function of the workload's in force on the harness's thread while it works (a
+thread's threading.settrace_all_threads) stops the run too, as does a sys.monitoring tool not in use before; one
+that forward() leaves set stops it as forward() returns (refuse_hooks_left), before the harness's code runs
+under it. A kernel compiled from C++, or such a hook, set and removed again by a thread within one piece
 of that work would still pass unseen: making the inputs where no learner code runs is the whole answer
 (docs/harness.md).
 """
@@ -78,6 +79,17 @@ class ForeignCode:
                                  "moment between checks) runs inside the harness's work. Register a kernel of yours "
                                  "as an operator of your own namespace (torch.library.custom_op(\"mylib::name\", "
                                  "...)) and call it from forward().")
+
+    def refuse_hooks_left(self, where: str) -> None:
+        """After learner code returns to the harness (`where`): a trace, profile or sys.monitoring function it left
+        set would run inside the harness's own code next, with the clock stopped (where a profile function could
+        work out and write the output the harness keeps) or as the next input is made, so the run stops."""
+        profile = _get_profile()
+        if (profile is not None and profile is not self._profile) or self._hooked():
+            raise HarnessFailure("tampered", f"{where} returned with a trace, profile or sys.monitoring function of "
+                                 "yours still set: Python would run it inside the harness's own work, after the "
+                                 "clock stops. Set one inside forward() and put back what was there before it "
+                                 "returns.")
 
     def _hooked(self) -> bool:
         """Whether an interpreter hook the profile function does not see through is in force that was not before

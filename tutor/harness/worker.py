@@ -412,6 +412,8 @@ class Worker:
         else:
             out = call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
         call_checks.refuse_modes_left_entered()
+        if self.foreign:  # and no interpreter hook left set: it would run in the harness's code after the clock
+            self.foreign.refuse_hooks_left(f"{name}.forward()")
         return out
 
     def _input(self, seed: int):
