@@ -322,6 +322,61 @@ def test_a_profile_function_forward_leaves_set_for_the_next_input_is_refused(mak
     assert not served.exists()
 
 
+def test_a_finalizer_tied_to_an_input_runs_no_code_as_the_harness_lets_the_input_go(make_request, tmp_path):
+    # The harness lets a loop's inputs go once its clock stopped: a finalizer the workload tied to each would run
+    # there, untimed, before the round is checked (on a GPU, time to work out a garbage output's answer and write it
+    # into the copy the harness keeps). That moment is watched as the harness's own work is.
+    from tutor.runner import RunFailed
+
+    ran = tmp_path / "ran"
+    with pytest.raises(RunFailed) as info:
+        checked(make_request, tmp_path, f"""
+            import weakref
+            def later():
+                with open({str(ran)!r}, "a") as f:
+                    f.write("ran\\n")
+            def prepare(weights, device):
+                return weights
+            def forward(state, x):
+                weakref.finalize(x, later)
+                return x * state["w"]
+        """)
+    assert info.value.kind == "tampered" and "(letting a call's input go)" in str(info.value)
+    assert "later() in" in str(info.value)
+
+
+def test_the_collector_runs_a_workloads_cycles_del_inside_its_own_calls_alone(make_request, tmp_path):
+    # A cycle with a __del__ left by each call, and the collector set to run at every allocation: run in the
+    # harness's code, the __del__ would run after the clock stopped. The collector runs inside the workloads' calls.
+    outside = tmp_path / "outside"
+    result = checked(make_request, tmp_path, f"""
+        import gc, sys
+        def in_a_call():
+            frame = sys._getframe(1)
+            while frame is not None:
+                if frame.f_code.co_name in ("forward", "prepare") and frame.f_globals is globals():
+                    return True
+                frame = frame.f_back
+            return False
+        class Left:
+            def __init__(self):
+                self.me = self  # a cycle: freed by the collector alone
+            def __del__(self):
+                if not in_a_call():
+                    with open({str(outside)!r}, "a") as f:
+                        f.write("outside\\n")
+        def prepare(weights, device):
+            gc.set_threshold(1)
+            return weights
+        def forward(state, x):
+            out = x * state["w"]
+            Left()  # the call's last allocation: the collector's next run frees it
+            return out
+    """)
+    assert wrong_per_round(result)[0] == 0 and not result["violations"]
+    assert not outside.exists()
+
+
 def test_an_audit_hook_of_the_workload_never_runs_inside_the_harness_reading_its_outputs(make_request, tmp_path):
     # Python calls every audit hook on its events, and ctypes raises one as the harness reads a kept output: a hook
     # added in prepare() would run there, after the harness checked its operators (and could register a kernel
