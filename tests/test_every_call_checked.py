@@ -345,38 +345,6 @@ def test_a_finalizer_tied_to_an_input_runs_no_code_as_the_harness_lets_the_input
     assert "later() in" in str(info.value)
 
 
-def test_the_collector_runs_a_workloads_cycles_del_inside_its_own_calls_alone(make_request, tmp_path):
-    # A cycle with a __del__ left by each call, and the collector set to run at every allocation: run in the
-    # harness's code, the __del__ would run after the clock stopped. The collector runs inside the workloads' calls.
-    outside = tmp_path / "outside"
-    result = checked(make_request, tmp_path, f"""
-        import gc, sys
-        def in_a_call():
-            frame = sys._getframe(1)
-            while frame is not None:
-                if frame.f_code.co_name in ("forward", "prepare") and frame.f_globals is globals():
-                    return True
-                frame = frame.f_back
-            return False
-        class Left:
-            def __init__(self):
-                self.me = self  # a cycle: freed by the collector alone
-            def __del__(self):
-                if not in_a_call():
-                    with open({str(outside)!r}, "a") as f:
-                        f.write("outside\\n")
-        def prepare(weights, device):
-            gc.set_threshold(1)
-            return weights
-        def forward(state, x):
-            out = x * state["w"]
-            Left()  # the call's last allocation: the collector's next run frees it
-            return out
-    """)
-    assert wrong_per_round(result)[0] == 0 and not result["violations"]
-    assert not outside.exists()
-
-
 def test_an_audit_hook_of_the_workload_never_runs_inside_the_harness_reading_its_outputs(make_request, tmp_path):
     # Python calls every audit hook on its events, and ctypes raises one as the harness reads a kept output: a hook
     # added in prepare() would run there, after the harness checked its operators (and could register a kernel

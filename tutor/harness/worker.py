@@ -117,9 +117,6 @@ class Worker:
 
     def __init__(self, request: dict, names: list[str], candidate: str | None):
         self.request, self.names, self.candidate = request, names, candidate
-        # The collector runs inside the workloads' own calls alone (`_their_turn`): run in the harness's code, the
-        # __del__ of a cycle a workload left would run there, after a call's clock stopped. Every process alike.
-        gc.disable()
         self.device = setup(request, timing=True, role="candidate" if candidate else "ruler")
         # Before any workload loads, so every capture is counted, torch.compile's included.
         self.captures = CaptureCounter() if self.device.cuda else None
@@ -168,9 +165,7 @@ class Worker:
             before = self.device.allocated_bytes()
             weights = own_copy(master)
             del master
-        with _their_turn():
-            self.states[name] = call_workload(f"{name}.prepare()", self.modules[name].prepare, weights,
-                                              self.device.name)
+        self.states[name] = call_workload(f"{name}.prepare()", self.modules[name].prepare, weights, self.device.name)
         del weights
         # What prepare() left alive: lets a puzzle check, say, that weights really are stored in fp8.
         self.resident[name] = self.device.allocated_bytes() - before
@@ -331,8 +326,7 @@ class Worker:
         """A fresh server of `name` for one replay: nothing queued, nothing left from the replay before. The
         ruler's waits out GPU work the learner's process left running first, as a comparator's call does."""
         waited = self.device.wait_quiet(limit_s=QUIET_LIMIT_S) if name != self.candidate else 0.0
-        with _their_turn():
-            self.servers[name] = call_workload(f"{name}.server()", self.modules[name].server, self.states[name])
+        self.servers[name] = call_workload(f"{name}.server()", self.modules[name].server, self.states[name])
         self.draws[name] = {}
         self._verify()
         return {"waited_ms": waited if waited is not None else -1.0}
@@ -340,8 +334,7 @@ class Worker:
     # submit() and step() are inside the replay's clock, so the guard's check (milliseconds) waits for
     # close_server(): the clock is the coordinator's, out of any patch's reach, and what was patched still shows.
     def submit(self, name: str, rid: int, prompt: list[int], max_new: int) -> dict:
-        with _their_turn():
-            call_workload(f"{name}'s server.submit()", self.servers[name].submit, rid, tuple(prompt), max_new)
+        call_workload(f"{name}'s server.submit()", self.servers[name].submit, rid, tuple(prompt), max_new)
         return {}
 
     def step(self, name: str, draws: bytes | None = None) -> dict:
@@ -349,11 +342,9 @@ class Worker:
         `draws`: what changed of the live requests' draws since the last step (tutor.harness.serving.pack); the
         server reads them all, read-only."""
         if draws is None:
-            with _their_turn():
-                return {"tokens": step_tokens(name, self.servers[name])}
+            return {"tokens": step_tokens(name, self.servers[name])}
         serving.apply(draws, self.draws[name])
-        with _their_turn():
-            return {"tokens": step_tokens(name, self.servers[name], MappingProxyType(self.draws[name]))}
+        return {"tokens": step_tokens(name, self.servers[name], MappingProxyType(self.draws[name]))}
 
     def close_server(self, name: str) -> dict:
         del self.servers[name]
@@ -418,12 +409,10 @@ class Worker:
     # -- helpers ------------------------------------------------------------------------------
 
     def forward(self, name: str, x):
-        with _their_turn():
-            if self.side is not None and not self.device.cuda:  # every workload's calls alike, the ruler's too
-                out = self.side.call(call_workload, f"{name}.forward()", self.modules[name].forward,
-                                     self.states[name], x)
-            else:
-                out = call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
+        if self.side is not None and not self.device.cuda:  # every workload's calls alike, the ruler's too
+            out = self.side.call(call_workload, f"{name}.forward()", self.modules[name].forward, self.states[name], x)
+        else:
+            out = call_workload(f"{name}.forward()", self.modules[name].forward, self.states[name], x)
         call_checks.refuse_modes_left_entered()
         if self.foreign:  # and no interpreter hook left set: it would run in the harness's code after the clock
             self.foreign.refuse_hooks_left(f"{name}.forward()")
@@ -447,20 +436,19 @@ class Worker:
         the check to the end of the work: a collection in between could run learner code (the __del__ of a cycle it
         left) after the check, and register a kernel that the work then runs. A thread is not held off: what runs
         inside the work is watched too (tutor.harness.foreign_code)."""
-        held = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_held():
             self._own_operators(table or self.dispatch)
             with self.foreign.watched(what) if self.foreign else contextlib.nullcontext():
                 yield
-        finally:
-            if held:
-                gc.enable()
 
+    @contextlib.contextmanager
     def _let_go(self):
         """The harness letting go of its inputs (or a call's output) after a clock stopped, watched: a finalizer
-        a workload tied to one (weakref.finalize) would run its code there, untimed, before the round is checked."""
-        return self.foreign.watched("letting a call's input go") if self.foreign else contextlib.nullcontext()
+        a workload tied to one (weakref.finalize) would run its code there, untimed, before the round is checked.
+        The collector held off meanwhile: what it would run there is not the inputs' own."""
+        watch = self.foreign.watched("letting a call's input go") if self.foreign else contextlib.nullcontext()
+        with _collector_held(), watch:
+            yield
 
     def _own_work(self) -> None:
         """The harness's own work in a candidate's process, once, before learner code loads: an input made, L2
@@ -552,13 +540,15 @@ OPERATIONS = ("set_up", "prepare", "prepared", "warm_up", "calibrate", "run", "w
 
 
 @contextlib.contextmanager
-def _their_turn():
-    """A workload's call, with the collector on: what its cycles' __del__ run, they run inside its own time."""
-    gc.enable()
+def _collector_held():
+    """The garbage collector off until the block ends (and on again if it was): a collection could run learner code."""
+    held = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        gc.disable()
+        if held:
+            gc.enable()
 
 
 def _same(now: torch.Tensor, then: torch.Tensor) -> bool:
