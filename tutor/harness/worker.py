@@ -29,10 +29,10 @@ import torch
 from tutor.harness import call_checks, peaks, serving, shards, wire
 from tutor.harness.allocator_peak import AllocatorPeak
 from tutor.harness.checks import own_copy
-from tutor.harness.foreign_code import ForeignCode
 from tutor.harness.compile_report import CompileWatch
 from tutor.harness.device import Device
 from tutor.harness.dispatch_table import DispatchTable, dispatched, entered
+from tutor.harness.foreign_code import ForeignCode
 from tutor.harness.gpu_clock import PROBE_CALLS
 from tutor.harness.guard import Guard, SideWork
 from tutor.harness.loading import HarnessFailure, call_workload, load_module, warmup_inputs
@@ -425,10 +425,14 @@ class Worker:
         """The inputs `seeds` make, then L2 written over if `flush`, with the harness's own operators: refused if
         learner code changed them."""
         with self._checked_work(table=self.input_dispatch):
-            inputs = [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
-            if flush:
-                self.device.flush_l2()
-            return inputs
+            return self._made(seeds, flush)
+
+    def _made(self, seeds: list[int], flush: bool) -> list:
+        """The inputs `seeds` make, then L2 written over if `flush`: the work `_inputs` checks, and its dry runs."""
+        inputs = [call_workload("spec.make_input", self.spec.make_input, seed, self.device.name) for seed in seeds]
+        if flush:
+            self.device.flush_l2()
+        return inputs
 
     @contextlib.contextmanager
     def _checked_work(self, what: str = "making an input", table: DispatchTable | None = None):
@@ -455,8 +459,7 @@ class Worker:
         flushed, an output kept, sampled and read as a round's are."""
         if self.serving:
             return  # a server's requests are made by the coordinator, its tokens read as numbers
-        x = call_workload("spec.make_input", self.spec.make_input, 0, self.device.name)
-        self.device.flush_l2()
+        [x] = self._made([0], flush=True)
         out = (x if isinstance(x, torch.Tensor) else torch.ones(8, device=self.device.name)).float()
         kept = call_checks.Kept(out)
         call_checks.samples([kept], 0)
@@ -483,13 +486,7 @@ class Worker:
         requests the coordinator makes."""
         if self.serving:
             return self.dispatch
-
-        def make_and_flush() -> None:
-            for seed in range(INPUT_SEEDS_PROBED):
-                call_workload("spec.make_input", self.spec.make_input, seed, self.device.name)
-            self.device.flush_l2()
-
-        names = dispatched(make_and_flush)
+        names = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=True))
         return DispatchTable(names) if names else self.dispatch
 
     def _harness_holds(self, inputs=()) -> None:
