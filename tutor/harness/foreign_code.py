@@ -51,23 +51,23 @@ class ForeignCode:
         self._seen: list[str] = []
         self._tools = monitoring_tools()  # sys.monitoring's tools in use before learner code loaded
         self._profile, self._trace = _get_profile(), _get_trace()  # and its hooks then: a profiler's of the harness's
+        self._watch = self._see  # one bound method, told by identity: a workload's hook could answer == as it likes
 
     @contextmanager
     def watched(self, what: str):
         """`what`, the harness's work, watched; refused as tampered if code of the workload ran in it, or a hook of
-        its own was in force (`_hooked`). Under the profile function in force before learner code loaded (a
+        its own was in force (`_theirs`). Under the profile function in force before learner code loaded (a
         benchmark's profiler of the harness itself), unwatched."""
-        profile = _get_profile()
-        if profile is not None and profile is self._profile:
+        if self._profile is not None and not self._theirs(self._profile):
             yield
             return
-        if profile is not None or self._hooked():  # refused before the work runs under it
+        if self._theirs(None):  # refused before the work runs under it
             raise _hook_refused(what)
-        _set_profile(self._see)
+        _set_profile(self._watch)
         try:
             yield
         finally:
-            hooked = self._hooked() or _get_profile() != self._see
+            hooked = self._theirs(self._watch)
             _set_profile(None)
         if hooked:
             raise _hook_refused(what)
@@ -84,19 +84,18 @@ class ForeignCode:
         """After learner code returns to the harness (`where`): a trace, profile or sys.monitoring function it left
         set would run inside the harness's own code next, with the clock stopped (where a profile function could
         work out and write the output the harness keeps) or as the next input is made, so the run stops."""
-        profile = _get_profile()
-        if (profile is not None and profile is not self._profile) or self._hooked():
+        if self._theirs(self._profile):
             raise HarnessFailure("tampered", f"{where} returned with a trace, profile or sys.monitoring function of "
                                  "yours still set: Python would run it inside the harness's own work, after the "
                                  "clock stops. Set one inside forward() and put back what was there before it "
                                  "returns.")
 
-    def _hooked(self) -> bool:
-        """Whether an interpreter hook the profile function does not see through is in force that was not before
-        learner code loaded: a trace function, or a sys.monitoring tool (its callbacks raise no profile events). A
-        profile function of the workload's (one forward() left set runs inside the next input's making) is
-        `watched`'s to refuse: its own takes that place while it watches."""
-        return _get_trace() is not self._trace or monitoring_tools() != self._tools
+    def _theirs(self, profile) -> bool:
+        """Whether an interpreter hook is in force that the harness did not set: a profile function other than
+        `profile` (the one in force before learner code loaded, or the watch's own while it watches), a trace
+        function other than the one in force then, or a sys.monitoring tool not in use then (a trace function's and
+        a monitoring tool's callbacks raise no profile events)."""
+        return _get_profile() is not profile or _get_trace() is not self._trace or monitoring_tools() != self._tools
 
     def _see(self, frame, event: str, arg) -> None:
         if event != "call":

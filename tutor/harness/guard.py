@@ -302,12 +302,13 @@ def _hooks() -> dict[str, object]:
     return hooks
 
 
-def monitoring_tools() -> tuple[tuple[int, str], ...]:
-    """sys.monitoring's tools in use (Python 3.12 on), by id and name."""
+def monitoring_tools() -> tuple[int, ...]:
+    """The ids of sys.monitoring's tools in use (Python 3.12 on): numbers, which no workload's object stands in for
+    in a comparison (a tool's name could be a str of its own with an __eq__ of its own)."""
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is None:
         return ()
-    return tuple((tool, name) for tool in range(6) if (name := monitoring.get_tool(tool)) is not None)
+    return tuple(tool for tool in range(6) if monitoring.get_tool(tool) is not None)
 
 
 @functools.cache
