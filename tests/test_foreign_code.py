@@ -14,11 +14,17 @@ from tutor.harness.foreign_code import ForeignCode
 from tutor.harness.loading import HarnessFailure, load_module
 
 
-def test_the_harness_work_runs_its_own_and_names_anyone_elses(tmp_path: Path):
+def _watch_of(tmp_path: Path):
+    """A spec of its own in `tmp_path`, loaded, and a watch that trusts it."""
     (tmp_path / "spec.py").write_text("import torch\ndef make_input(seed, device):\n    return torch.ones(3) * seed\n")
+    spec = load_module(tmp_path / "spec.py", f"foreign_spec_{tmp_path.name}", ())
+    return spec, ForeignCode(str(tmp_path / "spec.py"))
+
+
+def test_the_harness_work_runs_its_own_and_names_anyone_elses(tmp_path: Path):
+    spec, watch = _watch_of(tmp_path)
     (tmp_path / "mine.py").write_text("def kernel(x):\n    return x\n")
-    spec, mine = (load_module(tmp_path / f"{name}.py", f"foreign_{name}", ()) for name in ("spec", "mine"))
-    watch = ForeignCode(str(tmp_path / "spec.py"))
+    mine = load_module(tmp_path / "mine.py", "foreign_mine", ())
     with watch.watched("making an input"):  # the spec's, torch's (Python and C) and the standard library's
         spec.make_input(2, "cpu").float().mul(2).tolist()
         json.dumps({"a": [1]})
@@ -30,12 +36,6 @@ def test_the_harness_work_runs_its_own_and_names_anyone_elses(tmp_path: Path):
     assert f"(making an input): kernel() in {tmp_path / 'mine.py'}, line 1" in info.value.message
     with watch.watched("making an input"):  # what it saw is not held against the next piece of work
         spec.make_input(3, "cpu")
-
-
-def _watch_of(tmp_path: Path):
-    (tmp_path / "spec.py").write_text("import torch\ndef make_input(seed, device):\n    return torch.ones(3) * seed\n")
-    spec = load_module(tmp_path / "spec.py", "foreign_spec_again", ())
-    return spec, ForeignCode(str(tmp_path / "spec.py"))
 
 
 @pytest.mark.parametrize("under", ["torch", "spec", "frozen"])
