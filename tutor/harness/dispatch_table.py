@@ -9,8 +9,9 @@ whose kernels changed stops the run. The operators are those the harness's own w
 run of it before learner code loaded: reading all of aten's 3,000 again cost 60 ms a check on a 2-core machine,
 these a few. Meta kernels are left out: torch registers them lazily (torch.compile's imports do), and they never
 run on a real tensor. The check before each call's input is made reads a narrower table, the operators a dry run
-of the spec's input making and the L2 flush dispatched (`dispatched`, the profiler's view: every level of it):
-30-60 overloads where every piece of the harness's work needs 190 (tests/test_dispatch_table.py).
+of the spec's input making dispatched (`dispatched`, the profiler's view: every level of it, each operator's
+overloads that take the arguments it was given): a tenth of the 190 overloads every piece of the harness's work
+needs, or less (tests/test_dispatch_table.py).
 """
 
 from __future__ import annotations
@@ -53,20 +54,39 @@ def entered(work) -> set[str]:
     return seen | INTERNALS
 
 
-def dispatched(work) -> set[str] | None:
-    """The aten operators `work()` dispatches at every level (a copy's empty_strided and copy_ beneath its
+def dispatched(work) -> list[str] | None:
+    """The aten overloads `work()` dispatches at every level (a copy's empty_strided and copy_ beneath its
     _to_copy), as torch's profiler records them; None where that profiler cannot run here. Its legacy form, the CPU's
-    records alone: no Kineto, whose start costs over a second a process (1.4 ms here, 2 s for Kineto's)."""
+    records alone: no Kineto, whose start costs over a second a process (1.4 ms here, 2 s for Kineto's). The
+    profiler names an operator, not its overload: those of its overloads that take as many arguments as it
+    recorded (randn(size, generator=g) is not randn.out), or all of them where none does."""
     try:
         from torch.autograd.profiler_legacy import profile
     except ImportError:
         return None
     try:
-        with profile() as recorded:
+        with profile(record_shapes=True) as recorded:
             work()
     except Exception:  # noqa: BLE001 - a profiler already running, or none here: the whole table serves
         return None
-    return {event.name for event in recorded.function_events if event.name.startswith("aten::")}
+    arguments: dict[str, set[int]] = {}
+    for event in recorded.function_events:
+        if event.name.startswith("aten::"):
+            arguments.setdefault(event.name, set()).add(len(event.input_shapes))
+    overloads = []
+    for name, counts in arguments.items():
+        every = aten_overloads({name})
+        taking = [o for o in every if _argument_count(o) in counts]
+        overloads += taking or every
+    return overloads
+
+
+def _argument_count(overload: str) -> int | None:
+    name, _, which = overload.partition(".")
+    try:
+        return len(torch._C._get_schema(name, which).arguments)
+    except RuntimeError:
+        return None
 
 
 def aten_overloads(names: set[str] | None = None) -> list[str]:
@@ -101,8 +121,9 @@ class DispatchTable:
     """Taken before learner code loads; `changed()` names the aten operators whose kernels are not as they were,
     and the thread's dispatch keys if they changed."""
 
-    def __init__(self, names: set[str] | None = None) -> None:
-        self._overloads = aten_overloads(names)  # listed once: an overload added later is none the harness calls
+    def __init__(self, names: set[str] | None = None, overloads: list[str] | None = None) -> None:
+        # Listed once: an overload added later is none the harness calls.
+        self._overloads = overloads if overloads is not None else aten_overloads(names)
         self._dumps = {name: torch._C._dispatch_dump(name) for name in self._overloads}  # as last read
         self._before = {name: kernel_lines(dump) for name, dump in self._dumps.items()}
         self._keys = dispatch_keys_in_force()

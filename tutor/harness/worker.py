@@ -128,7 +128,8 @@ class Worker:
         self.spec = load_module(Path(request["spec"]), "spec", self.spec_api)
         # And what the harness's own operators dispatch to, read again before each use (tutor.harness.dispatch_table).
         self.dispatch = DispatchTable(entered(self._own_work)) if candidate else None
-        self.input_dispatch = self._input_table() if candidate else None  # before each input: its making's alone
+        # Before each input: its making's operators alone, and with the L2 flush's where one follows (a loop's first)
+        self.input_dispatch = {flush: self._input_table(flush) for flush in (False, True)} if candidate else None
         self.foreign = ForeignCode(request["spec"]) if candidate else None  # and what runs inside that work
         if request.get("correctness", {}).get("judged") and not callable(getattr(self.spec, "judge", None)):
             raise HarnessFailure("bad_request", "puzzle.toml's [correctness] judged = true, but its spec.py has no "
@@ -424,7 +425,7 @@ class Worker:
     def _inputs(self, seeds: list[int], flush: bool = False) -> list:
         """The inputs `seeds` make, then L2 written over if `flush`, with the harness's own operators: refused if
         learner code changed them."""
-        with self._checked_work(table=self.input_dispatch):
+        with self._checked_work(table=self.input_dispatch[flush] if self.input_dispatch else None):
             return self._made(seeds, flush)
 
     def _made(self, seeds: list[int], flush: bool) -> list:
@@ -480,14 +481,15 @@ class Worker:
                                  "forward(), and enter modes such as autocast or inference_mode in a with block "
                                  "inside forward().")
 
-    def _input_table(self) -> DispatchTable | None:
-        """The operators a call's input making and L2 flush dispatch, read in a dry run of INPUT_SEEDS_PROBED inputs
-        (tutor.harness.dispatch_table.dispatched); the whole table where that cannot be read, or for a server, whose
-        requests the coordinator makes."""
+    def _input_table(self, flush: bool) -> DispatchTable | None:
+        """The operators a call's input making dispatches, and the L2 flush's after it where `flush`, read in a dry
+        run of INPUT_SEEDS_PROBED inputs (tutor.harness.dispatch_table.dispatched): most calls make an input alone,
+        and a check reads each operator's every overload (tens of microseconds each on a GPU's host). The whole table
+        where that cannot be read, or for a server, whose requests the coordinator makes."""
         if self.serving:
             return self.dispatch
-        names = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=True))
-        return DispatchTable(names) if names else self.dispatch
+        overloads = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=flush))
+        return DispatchTable(overloads=overloads) if overloads else self.dispatch
 
     def _harness_holds(self, inputs=()) -> None:
         """For a memory budget: the harness's inputs alive now, the warm-up's and these (AllocatorPeak)."""
