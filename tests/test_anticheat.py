@@ -675,6 +675,17 @@ def test_a_kernel_registered_for_an_aten_operator_stops_the_run(workspace, grade
     assert "aten::add.Tensor (CPU: registered at" in info.value.message and "mylib::" in info.value.message
 
 
+def test_a_kernel_registered_for_what_reads_the_outputs_stops_the_run(workspace, grade_as_mine):
+    """The check before a round's outputs are read covers the operators that reading dispatches (a narrower table
+    than the whole, tutor.harness.worker.Worker._reading_table): index.Tensor, which reads the drawn places."""
+    source = OVERRIDE.format(solve=SOLVE, when_prepared="pass", at_call=5).replace(
+        '_lib.impl("add.Tensor", _add, "CPU")', '_lib.impl("index.Tensor", lambda self, indices: self, "CPU")')
+    with pytest.raises(RunFailed) as info:
+        grade_as_mine(workspace, source)
+    assert info.value.kind == "tampered"
+    assert "aten::index.Tensor (CPU: registered at" in info.value.message
+
+
 # Entered at import for every call to come: the harness's inputs would be made under it too. A torch function mode
 # sees every torch function the harness calls (the seed's generator, the input) and changes no dispatch key.
 FUNCTION_MODE = """

@@ -100,3 +100,49 @@ def test_under_a_profiler_already_running_the_input_making_is_not_read_and_the_w
     with profile():
         assert dispatched(lambda: torch.randn(2)) is None
     assert "aten::randn" in dispatched(lambda: torch.randn(2))  # the overload randn(size) calls, named plainly
+
+
+def _read_as_a_round(outputs):
+    """What the worker's `sampled` does to a round's outputs (tutor.harness.worker.Worker.sampled)."""
+    from tutor.harness import call_checks
+
+    def read():
+        kept = [call_checks.Kept(out) for out in outputs]
+        call_checks.samples(kept, 7)
+        for k in kept:
+            call_checks.read_whole(7, k.tensor)
+
+    return read
+
+
+def test_the_reading_table_covers_outputs_of_every_shape_stride_and_dtype():
+    """The check before a round's outputs are read covers the operators a dry run over call_checks.probe_outputs
+    dispatched (Worker._reading_table): outputs of other shapes, strides, offsets and dtypes take no operator
+    outside it, so no output a workload returns leads that reading through an unchecked one."""
+    from tutor.harness import call_checks
+    from tutor.harness.dispatch_table import dispatched
+
+    table = set(dispatched(_read_as_a_round(call_checks.probe_outputs("cpu"))))
+    base = torch.arange(3 * 5 * 7 * 2 * 10**3, dtype=torch.float64)
+    others = [base[: 3 * 5 * 7].reshape(3, 5, 7).permute(2, 0, 1), base[1:71:2].reshape(5, 7), base[5],
+              base[: 2 * 3 * 4 * 5].reshape(2, 3, 4, 5).to(memory_format=torch.channels_last),
+              base[:6].reshape(2, 3)[:, 1:], base[:1].expand(100000), base.reshape(-1, 2)[:, 0], base[:0].reshape(0, 3)]
+    dtypes = (torch.float64, torch.float16, torch.uint8, torch.int32, torch.complex64, torch.float8_e4m3fn)
+    outputs = [out.to(dtype) if dtype != torch.float8_e4m3fn else out.float().to(dtype)
+               for out in others for dtype in dtypes]
+    assert set(dispatched(_read_as_a_round(outputs))) <= table
+
+
+def test_the_reading_table_names_a_kernel_registered_for_its_sampling():
+    from tutor.harness import call_checks
+    from tutor.harness.dispatch_table import dispatched, entered
+
+    table = DispatchTable(overloads=dispatched(_read_as_a_round(call_checks.probe_outputs("cpu"))))
+    assert len(table._overloads) * 5 < len(DispatchTable(entered(lambda: None))._overloads)
+    library = torch.library.Library("aten", "IMPL")
+    try:
+        library.impl("index.Tensor", lambda self, indices: self, "CPU")  # what reads the drawn places
+        assert [found.split(" ")[0] for found in table.changed()] == ["aten::index.Tensor"]
+    finally:
+        library._destroy()
+    assert table.changed() == []

@@ -104,6 +104,18 @@ def read_whole(seed: int, out) -> list:
     return [[seed, wire.portable(out)]]
 
 
+def probe_outputs(device: str) -> list[torch.Tensor]:
+    """Outputs of every kind whose reading (`samples`, `read_whole`) takes a way of its own through torch's operators,
+    for a dry run that lists them (tutor.harness.worker.Worker._reading_table): on the host and on `device`;
+    contiguous, strided (a view reshape copies, and one it aliases), broadcast (a stride of 0), 0-d and empty; at most SAMPLED values (read whole) and more
+    (read at drawn places); in a float, a half, an integer and a bool dtype."""
+    shapes = [lambda t: t[:32].reshape(4, 8), lambda t: t[:32].reshape(4, 8).t(), lambda t: t[:8].expand(4, 8),
+              lambda t: t[:64:2], lambda t: t[0], lambda t: t[:0], lambda t: t]
+    devices = dict.fromkeys(["cpu", device])
+    return [shape(torch.ones(SAMPLED + 1, device=where).to(dtype))
+            for where in devices for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool) for shape in shapes]
+
+
 REUSED = ("a later call of the round wrote into the output this call returned: forward() must return results the "
           "caller keeps (a fresh tensor each call, not a buffer it fills again)")
 

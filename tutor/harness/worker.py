@@ -130,6 +130,7 @@ class Worker:
         self.dispatch = DispatchTable(entered(self._own_work)) if candidate else None
         # Before each input: its making's operators alone, and with the L2 flush's where one follows (a loop's first)
         self.input_dispatch = {flush: self._input_table(flush) for flush in (False, True)} if candidate else None
+        self.reading_dispatch = self._reading_table() if candidate else None  # before a round's outputs are read
         self.foreign = ForeignCode(request["spec"]) if candidate else None  # and what runs inside that work
         if request.get("correctness", {}).get("judged") and not callable(getattr(self.spec, "judge", None)):
             raise HarnessFailure("bad_request", "puzzle.toml's [correctness] judged = true, but its spec.py has no "
@@ -304,7 +305,7 @@ class Worker:
         """Every output `name`'s last round kept, in call order, at the places `seed` draws, and the output of call
         `whole` whole: the coordinator draws both only after the round, so no call could know whether or where it
         is read (None for an output too large to copy each round: call_checks.read_whole)."""
-        with self._checked_work("reading the outputs"):
+        with self._checked_work("reading the outputs", table=self.reading_dispatch):
             kept = self.kept.pop(name, [])
             samples = call_checks.samples(kept, seed)
             if "problem" in samples[whole]:
@@ -489,6 +490,23 @@ class Worker:
         if self.serving:
             return self.dispatch
         overloads = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=flush))
+        return DispatchTable(overloads=overloads) if overloads else self.dispatch
+
+    def _reading_table(self) -> DispatchTable | None:
+        """The operators reading a round's outputs dispatches (`sampled`), read in a dry run over outputs of every
+        kind that reading takes a way of its own for (call_checks.probe_outputs): a check each round of a fifth of
+        the whole table. The whole table where that cannot be read, or for a server."""
+        if self.serving:
+            return self.dispatch
+        outputs = call_checks.probe_outputs(self.device.name)
+
+        def read():
+            kept = [call_checks.Kept(out) for out in outputs]
+            call_checks.samples(kept, 0)
+            for k in kept:
+                call_checks.read_whole(0, k.tensor)
+
+        overloads = dispatched(read)
         return DispatchTable(overloads=overloads) if overloads else self.dispatch
 
     def _harness_holds(self, inputs=()) -> None:
