@@ -73,11 +73,13 @@ def dispatched(work) -> list[str] | None:
     for event in recorded.function_events:
         if event.name.startswith("aten::"):
             arguments.setdefault(event.name, set()).add(len(event.input_shapes))
+    every: dict[str, list[str]] = {}
+    for overload in aten_overloads(set(arguments)):  # one pass over torch's 3,000 operators' names
+        every.setdefault(overload.split(".")[0], []).append(overload)
     overloads = []
     for name, counts in arguments.items():
-        every = aten_overloads({name})
-        taking = [o for o in every if _argument_count(o) in counts]
-        overloads += taking or every
+        taking = [o for o in every.get(name, []) if _argument_count(o) in counts]
+        overloads += taking or every.get(name, [])
     return overloads
 
 
