@@ -30,6 +30,8 @@ import threading
 import time
 from pathlib import Path
 
+from grade_latency import timed
+from grade_stability import newest_grade_result
 from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.runner import RunFailed
@@ -41,7 +43,7 @@ def grade_one(ws, puzzle, path, which: str) -> dict:
     shutil.copy(path, ws.editable_path(puzzle, "workload.py"))
     started = time.monotonic()  # each row keeps its grade's seconds: what a device call's plan needs
     try:
-        verdict = actions.grade(ws, puzzle)
+        stages, verdict = timed(lambda on_event: actions.grade(ws, puzzle, on_event))
     except RunFailed as failure:  # a crash, hang or OOM earns nothing: a row that says so
         return {"puzzle": puzzle.id, "which": which, "tier": "", "performance": [], "speedups": {},
                 "refused_by": [f"run failed ({failure.kind}): {str(failure)[:400]}"],
@@ -49,10 +51,18 @@ def grade_one(ws, puzzle, path, which: str) -> dict:
     by_name = {c.name: c for c in verdict.criteria}
     refused = [f"{c.name}: {c.summary} {' | '.join(c.details[:4])}" for c in verdict.criteria
                if not c.passed and c.name != "diagnosis"]
+    raw = newest_grade_result(ws)
     return {"puzzle": puzzle.id, "which": which, "tier": verdict.tier,
             "refused_by": refused, "performance": by_name["performance"].details[:4],
             "speedups": {k: round(v["median"], 3) for k, v in verdict.speedups.items()},
-            "wall_s": round(time.monotonic() - started, 1)}
+            "wall_s": round(time.monotonic() - started, 1),
+            # The grade as grade_stability.py keeps one (each interval's bounds, the clocks, the card): what
+            # benchmarks/grades_fixture.py makes a fixture row of.
+            "grade": {"rounds": puzzle.timing.rounds, "tier": verdict.tier,
+                      "speedups": {"call": verdict.speedups, "gpu": verdict.gpu_speedups},
+                      "criteria": {c.name: c.passed for c in verdict.criteria}, "clocks": raw.get("clocks", {}),
+                      "stages": stages,
+                      "serving_pairs": raw.get("pairs", []), "environment": raw.get("environment", {})}}
 
 
 def print_row(row: dict) -> None:
@@ -145,7 +155,8 @@ def main() -> None:
         if puzzle_id not in workspaces:
             workspaces[puzzle_id] = scratch_workspace("infprof-cheat-")
         ws = workspaces[puzzle_id]
-        record({**grade_one(ws, puzzle, puzzle.solution_path(which), which), "run": run})
+        row = grade_one(ws, puzzle, puzzle.solution_path(which), which)
+        record({**row, "run": run, **({"grade": {**row["grade"], "run": run}} if "grade" in row else {})})
 
 
 if __name__ == "__main__":

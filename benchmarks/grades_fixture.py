@@ -2,6 +2,7 @@
 measure_draft.py writes them) reduced to what tests/test_grading_rules.py reads under today's bars.
 
     python benchmarks/grades_fixture.py PUZZLE CALL FILE... > tests/fixtures/grades_PUZZLE_DATE.json
+      (FILE: grade_stability.py's JSON, or grade_cheats.py --solutions's, whose rows name their puzzle)
     python benchmarks/grades_fixture.py PUZZLE --table FILE...   # MEASUREMENTS.md's table rows instead
     python benchmarks/grades_fixture.py PUZZLE --busy CALL FILE...  # a serving grade's NVML figures, each grade
 
@@ -47,7 +48,14 @@ def rounded(speedups: dict) -> dict:
 
 
 def rows(puzzle: str, call: str, path: Path) -> list[dict]:
-    which = which_of(path, puzzle)
+    graded = json.loads(path.read_text())
+    if graded and "puzzle" in graded[0]:  # grade_cheats.py --solutions: many solutions a file, each row its own
+        return [row for r in graded if r["puzzle"] == puzzle and "grade" in r
+                for row in grade_rows(puzzle, r["which"], call, [r["grade"]])]
+    return grade_rows(puzzle, which_of(path, puzzle), call, graded)
+
+
+def grade_rows(puzzle: str, which: str, call: str, grades: list[dict]) -> list[dict]:
     if which == "baseline" or which.startswith("cheats/"):
         return []
     return [{"puzzle": puzzle, "which": which, "call": call, "card": card_of(g), "run": g["run"], "rounds": g["rounds"],
@@ -60,7 +68,7 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
              # A serving grade's tier is its replay pairs' (tutor.grading.serving): kept, to be re-read.
              **({"serving_pairs": [[{k: round(side[k], 4) for k in SERVING_FIGURES} for side in pair]
                                    for pair in g["serving_pairs"]]} if g.get("serving_pairs") else {})}
-            for g in json.loads(path.read_text())]
+            for g in grades]
 
 
 def busy_rows(puzzle: str, call: str, path: Path) -> list[dict]:

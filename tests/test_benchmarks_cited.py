@@ -4,6 +4,7 @@ those that run on a CPU run here at a small size. A GPU benchmark's real run is 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -52,3 +53,21 @@ def test_the_harness_profiler_profiles_each_sides_worker_through_a_whole_grade()
     candidate, ruler = done.stdout.split("\ncandidate-")[1].split("\nruler-")
     assert "dispatch_table.py" in candidate and "(loop_call)" in candidate, candidate[-3000:]
     assert "(loop_call)" in ruler and "dispatch_table.py" not in ruler, ruler[-3000:]
+
+
+def test_a_solutions_grade_becomes_a_fixture_row_with_its_intervals(tmp_path):
+    """`grade_cheats.py --solutions` (the device calls' re-grades, each puzzle's styles in one file) keeps each grade
+    whole, so `grades_fixture.py` makes the rows tests/test_grading_rules.py re-reads under today's bars: run for
+    real on puzzle0's reference, on this CPU."""
+    out = tmp_path / "solutions_puzzle0.json"
+    done = subprocess.run([sys.executable, "benchmarks/grade_cheats.py", "puzzle0", "--which", "reference", "--json",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    made = subprocess.run([sys.executable, "benchmarks/grades_fixture.py", "puzzle0", "part1", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr[-2000:]
+    [row] = json.loads(made.stdout)
+    assert (row["puzzle"], row["which"], row["call"], row["run"]) == ("puzzle0", "reference", "part1", 1)
+    estimate = row["speedups"]["call"]["baseline"]
+    assert estimate["low"] <= estimate["median"] <= estimate["high"] and row["tier_then"] in ("", "bronze", "silver",
+                                                                                             "gold")
