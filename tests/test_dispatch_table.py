@@ -37,7 +37,7 @@ def _spec_makers():
 
 def test_every_specs_input_making_dispatches_what_the_worker_probes_for_any_seed():
     """The check before each call's input reads only the operators a dry run of INPUT_SEEDS_PROBED inputs dispatched
-    (tutor.harness.worker.Worker._input_table): every shipped spec makes every input with those, so no seed leads
+    (tutor.harness.worker.Worker._input_tables): every shipped spec makes every input with those, so no seed leads
     the harness through an operator that check leaves out."""
     from tutor.harness.dispatch_table import dispatched
     from tutor.harness.worker import INPUT_SEEDS_PROBED
@@ -102,19 +102,6 @@ def test_under_a_profiler_already_running_the_input_making_is_not_read_and_the_w
     assert "aten::randn" in dispatched(lambda: torch.randn(2))  # the overload randn(size) calls, named plainly
 
 
-def _read_as_a_round(outputs):
-    """What the worker's `sampled` does to a round's outputs (tutor.harness.worker.Worker.sampled)."""
-    from tutor.harness import call_checks
-
-    def read():
-        kept = [call_checks.Kept(out) for out in outputs]
-        call_checks.samples(kept, 7)
-        for k in kept:
-            call_checks.read_whole(7, k.tensor)
-
-    return read
-
-
 def test_the_reading_table_covers_outputs_of_every_shape_stride_and_dtype():
     """The check before a round's outputs are read covers the operators a dry run over call_checks.probe_outputs
     dispatched (Worker._reading_table): outputs of other shapes, strides, offsets and dtypes take no operator
@@ -122,7 +109,7 @@ def test_the_reading_table_covers_outputs_of_every_shape_stride_and_dtype():
     from tutor.harness import call_checks
     from tutor.harness.dispatch_table import dispatched
 
-    table = set(dispatched(_read_as_a_round(call_checks.probe_outputs("cpu"))))
+    table = set(dispatched(lambda: call_checks.read_round(call_checks.probe_outputs("cpu"))))
     base = torch.arange(3 * 5 * 7 * 2 * 10**3, dtype=torch.float64)
     others = [base[: 3 * 5 * 7].reshape(3, 5, 7).permute(2, 0, 1), base[1:71:2].reshape(5, 7), base[5],
               base[: 2 * 3 * 4 * 5].reshape(2, 3, 4, 5).to(memory_format=torch.channels_last),
@@ -130,14 +117,14 @@ def test_the_reading_table_covers_outputs_of_every_shape_stride_and_dtype():
     dtypes = (torch.float64, torch.float16, torch.uint8, torch.int32, torch.complex64, torch.float8_e4m3fn)
     outputs = [out.to(dtype) if dtype != torch.float8_e4m3fn else out.float().to(dtype)
                for out in others for dtype in dtypes]
-    assert set(dispatched(_read_as_a_round(outputs))) <= table
+    assert set(dispatched(lambda: call_checks.read_round(outputs, seed=7))) <= table
 
 
 def test_the_reading_table_names_a_kernel_registered_for_its_sampling():
     from tutor.harness import call_checks
     from tutor.harness.dispatch_table import dispatched, entered
 
-    table = DispatchTable(overloads=dispatched(_read_as_a_round(call_checks.probe_outputs("cpu"))))
+    table = DispatchTable(overloads=dispatched(lambda: call_checks.read_round(call_checks.probe_outputs("cpu"))))
     assert len(table._overloads) * 5 < len(DispatchTable(entered(lambda: None))._overloads)
     library = torch.library.Library("aten", "IMPL")
     try:

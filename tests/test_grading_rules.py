@@ -427,8 +427,39 @@ BELOW_THEIR_TIER_ON_THE_PER_CALL_CLOCK = {
     ("puzzle6", "alternatives/compiled_padded")}
 
 
+# Shipped styles with no grade on that clock yet, owed to a Hopper card (the two-GPU puzzles' to a two-GPU host):
+# issue 76's done-when asks every one re-graded. This set only shrinks.
+PER_CALL_REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
+    "puzzle3": ["reference", "graph_only", "compiled_gemlite"],
+    "puzzle7": ["reference", "compiled_overlap", "copy_at_end", "graphed_head", "two_halves", "compiled_graphs"],
+    "puzzle8": ["reference", "decode_then_detokenize", "overlapped_host", "stop_set", "stop_table_eager"],
+    "puzzle9": ["reference", "split_outputs", "library_matmul"],
+    "puzzle10": ["reference", "warp_aggregated", "library_bincount"],
+    "puzzle11": ["reference", "columns_across_lanes", "library_matmul"],
+    "puzzle12": ["reference", "triton_tiles", "library_transpose"],
+    "puzzle13": ["reference", "coalesced", "buckets"],  # two GPUs
+    "puzzle14": ["reference", "lanes_share_a_candidate", "triton_sorted", "sorts_a_copy"],
+    "puzzle15": ["reference", "split_k_atomics", "library_matmul"],
+    "puzzle16": ["reference", "broadcast_both_ways", "batched_p2p"],  # two GPUs
+    "puzzle17": ["reference", "group_in_registers", "library_matmul"],
+    "puzzle18": ["reference", "small_static_batches", "larger_static_batches", "continuous_full_slots"],
+    "puzzle19": ["reference", "graphed_step", "two_chunks"],  # two GPUs
+    "puzzle20": ["reference", "registers_only", "triton_rows", "library_rms_norm"],
+    "puzzle21": ["reference", "atomic_splits", "library_matmul"],
+    "puzzle22": ["reference", "padded_buckets", "triton_rows"],
+    "puzzle23": ["reference", "chunked_prefill", "static_buffers"],
+    "puzzle24": ["reference", "tf32_matmul", "autocast_bf16", "matmul_precision_medium"],
+    "puzzle25": ["reference", "two_halves", "posted_receives", "tensor_parallel"],  # two GPUs
+    "puzzle26": ["reference", "snake_by_bias", "tensor_parallel"],  # two GPUs
+    "puzzle27": ["reference", "gpu_argmax", "graphed_fp32_head", "compiled_step"],
+}.items() for which in (s if s == "reference" else f"alternatives/{s}" for s in styles)}
+
+
 def test_every_style_regraded_on_the_per_call_clock_reads_its_tier_but_those_named_open():
     rows = [r for path in PER_CALL_SOLUTIONS for r in json.loads(path.read_text())]
     assert rows and all("H100" in r["card"] or "H200" in r["card"] for r in rows)
     below = {(r["puzzle"], r["which"]) for r in rows if TIERS.index(r["tier"]) < TIERS.index(expected_tier(r))}
     assert below == BELOW_THEIR_TIER_ON_THE_PER_CALL_CLOCK
+    styles = {(p.id, w) for p in all_puzzles().values() if p.hardware.device == "cuda"
+              for w in ["reference", *(f"alternatives/{name}" for name in p.alternatives)]}
+    assert styles - {(r["puzzle"], r["which"]) for r in rows} == PER_CALL_REGRADES_OWED

@@ -105,15 +105,24 @@ def read_whole(seed: int, out) -> list:
 
 
 def probe_outputs(device: str) -> list[torch.Tensor]:
-    """Outputs of every kind whose reading (`samples`, `read_whole`) takes a way of its own through torch's operators,
-    for a dry run that lists them (tutor.harness.worker.Worker._reading_table): on the host and on `device`;
-    contiguous, strided (a view reshape copies, and one it aliases), broadcast (a stride of 0), 0-d and empty; at most SAMPLED values (read whole) and more
-    (read at drawn places); in a float, a half, an integer and a bool dtype."""
+    """Outputs of every kind whose reading (`read_round`) takes a way of its own through torch's operators, for a dry
+    run that lists them (tutor.harness.worker.Worker._reading_table): on the host and on `device`; contiguous,
+    strided (a view reshape copies, and one it aliases), broadcast (a stride of 0), 0-d and empty; at most SAMPLED
+    values (read whole) and more (read at drawn places); in a float, a half, an integer and a bool dtype."""
     shapes = [lambda t: t[:32].reshape(4, 8), lambda t: t[:32].reshape(4, 8).t(), lambda t: t[:8].expand(4, 8),
               lambda t: t[:64:2], lambda t: t[0], lambda t: t[:0], lambda t: t]
-    devices = dict.fromkeys(["cpu", device])
+    dtypes = (torch.float32, torch.bfloat16, torch.int64, torch.bool)
     return [shape(torch.ones(SAMPLED + 1, device=where).to(dtype))
-            for where in devices for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool) for shape in shapes]
+            for where in dict.fromkeys(["cpu", device]) for dtype in dtypes for shape in shapes]
+
+
+def read_round(outputs: list, seed: int = 0) -> None:
+    """What the worker does to a round's outputs once the round is over (Worker.sampled), for a dry run of it: each
+    kept as the clock keeps it, sampled, and read whole."""
+    kept = [Kept(out) for out in outputs]
+    samples(kept, seed)
+    for k in kept:
+        read_whole(seed, k.tensor)
 
 
 REUSED = ("a later call of the round wrote into the output this call returned: forward() must return results the "

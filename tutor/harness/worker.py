@@ -129,7 +129,7 @@ class Worker:
         # And what the harness's own operators dispatch to, read again before each use (tutor.harness.dispatch_table).
         self.dispatch = DispatchTable(entered(self._own_work)) if candidate else None
         # Before each input: its making's operators alone, and with the L2 flush's where one follows (a loop's first)
-        self.input_dispatch = {flush: self._input_table(flush) for flush in (False, True)} if candidate else None
+        self.input_dispatch = self._input_tables() if candidate else None
         self.reading_dispatch = self._reading_table() if candidate else None  # before a round's outputs are read
         self.foreign = ForeignCode(request["spec"]) if candidate else None  # and what runs inside that work
         if request.get("correctness", {}).get("judged") and not callable(getattr(self.spec, "judge", None)):
@@ -482,15 +482,19 @@ class Worker:
                                  "forward(), and enter modes such as autocast or inference_mode in a with block "
                                  "inside forward().")
 
-    def _input_table(self, flush: bool) -> DispatchTable | None:
-        """The operators a call's input making dispatches, and the L2 flush's after it where `flush`, read in a dry
-        run of INPUT_SEEDS_PROBED inputs (tutor.harness.dispatch_table.dispatched): most calls make an input alone,
-        and a check reads each operator's every overload (tens of microseconds each on a GPU's host). The whole table
-        where that cannot be read, or for a server, whose requests the coordinator makes."""
+    def _input_tables(self) -> dict[bool, DispatchTable | None]:
+        """By whether an L2 flush follows: the operators a call's input making dispatches, read in a dry run of
+        INPUT_SEEDS_PROBED inputs (tutor.harness.dispatch_table.dispatched), and the flush's beside them. Most calls
+        make an input alone, and a check reads each operator's every overload (tens of microseconds each on a GPU's
+        host). The whole table where that cannot be read, or for a server, whose requests the coordinator makes."""
         if self.serving:
-            return self.dispatch
-        overloads = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=flush))
-        return DispatchTable(overloads=overloads) if overloads else self.dispatch
+            return {False: self.dispatch, True: self.dispatch}
+        making = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=False))
+        flush = dispatched(self.device.flush_l2)
+        if not making or flush is None:
+            return {False: self.dispatch, True: self.dispatch}
+        return {False: DispatchTable(overloads=making),
+                True: DispatchTable(overloads=list(dict.fromkeys(making + flush)))}
 
     def _reading_table(self) -> DispatchTable | None:
         """The operators reading a round's outputs dispatches (`sampled`), read in a dry run over outputs of every
@@ -499,14 +503,7 @@ class Worker:
         if self.serving:
             return self.dispatch
         outputs = call_checks.probe_outputs(self.device.name)
-
-        def read():
-            kept = [call_checks.Kept(out) for out in outputs]
-            call_checks.samples(kept, 0)
-            for k in kept:
-                call_checks.read_whole(0, k.tensor)
-
-        overloads = dispatched(read)
+        overloads = dispatched(lambda: call_checks.read_round(outputs))
         return DispatchTable(overloads=overloads) if overloads else self.dispatch
 
     def _harness_holds(self, inputs=()) -> None:
