@@ -9,9 +9,9 @@ whose kernels changed stops the run. The operators are those the harness's own w
 run of it before learner code loaded: reading all of aten's 3,000 again cost 60 ms a check on a 2-core machine,
 these a few. Meta kernels are left out: torch registers them lazily (torch.compile's imports do), and they never
 run on a real tensor. The check before each call's input is made reads a narrower table, the operators a dry run
-of the spec's input making dispatched (`dispatched`, the profiler's view: every level of it, each operator's
-overloads that take the arguments it was given): a tenth of the 190 overloads every piece of the harness's work
-needs, or less (tests/test_dispatch_table.py).
+of the spec's input making dispatched (`dispatched`, the profiler's view: every level of it), and the one before a
+round's outputs are read those their reading dispatched: a quarter of the 190 overloads every piece of the
+harness's work needs, or less (tests/test_dispatch_table.py).
 """
 
 from __future__ import annotations
@@ -55,40 +55,21 @@ def entered(work) -> set[str]:
 
 
 def dispatched(work) -> list[str] | None:
-    """The aten overloads `work()` dispatches at every level (a copy's empty_strided and copy_ beneath its
-    _to_copy), as torch's profiler records them; None where that profiler cannot run here. Its legacy form, the CPU's
-    records alone: no Kineto, whose start costs over a second a process (1.4 ms here, 2 s for Kineto's). The
-    profiler names an operator, not its overload: those of its overloads that take as many arguments as it
-    recorded (randn(size, generator=g) is not randn.out), or all of them where none does."""
+    """Every overload of the aten operators `work()` dispatches at every level (a copy's empty_strided and copy_
+    beneath its _to_copy), as torch's profiler records them; None where that profiler cannot run here. Its legacy
+    form, the CPU's records alone: no Kineto, whose start costs over a second a process (1.4 ms here, 2 s for
+    Kineto's). Every overload of each, not the one its arguments suggest: an operator runs another overload of its
+    own below what the profiler records (sum(x) runs sum.dim_IntList's kernel; tests/test_dispatch_table.py)."""
     try:
         from torch.autograd.profiler_legacy import profile
     except ImportError:
         return None
     try:
-        with profile(record_shapes=True) as recorded:
+        with profile() as recorded:
             work()
     except Exception:  # noqa: BLE001 - a profiler already running, or none here: the whole table serves
         return None
-    arguments: dict[str, set[int]] = {}
-    for event in recorded.function_events:
-        if event.name.startswith("aten::"):
-            arguments.setdefault(event.name, set()).add(len(event.input_shapes))
-    every: dict[str, list[str]] = {}
-    for overload in aten_overloads(set(arguments)):  # one pass over torch's 3,000 operators' names
-        every.setdefault(overload.split(".")[0], []).append(overload)
-    overloads = []
-    for name, counts in arguments.items():
-        taking = [o for o in every.get(name, []) if _argument_count(o) in counts]
-        overloads += taking or every.get(name, [])
-    return overloads
-
-
-def _argument_count(overload: str) -> int | None:
-    name, _, which = overload.partition(".")
-    try:
-        return len(torch._C._get_schema(name, which).arguments)
-    except RuntimeError:
-        return None
+    return aten_overloads({event.name for event in recorded.function_events if event.name.startswith("aten::")})
 
 
 def aten_overloads(names: set[str] | None = None) -> list[str]:

@@ -498,7 +498,7 @@ class Worker:
 
     def _reading_table(self) -> DispatchTable | None:
         """The operators reading a round's outputs dispatches (`sampled`), read in a dry run over outputs of every
-        kind that reading takes a way of its own for (call_checks.probe_outputs): a check each round of a fifth of
+        kind that reading takes a way of its own for (call_checks.probe_outputs): a check each round of a quarter of
         the whole table. The whole table where that cannot be read, or for a server."""
         if self.serving:
             return self.dispatch
