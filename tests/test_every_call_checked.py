@@ -637,7 +637,22 @@ def test_gpu_an_output_kept_by_the_drivers_copy_reads_as_it_was_returned(layout,
            "offset": base[3:9, 5:], "empty": base[:0]}[layout]
     then, strides = out.clone(), out.stride()
     copy = DeviceCopy(out)
+    assert copy.stream == torch.cuda.current_stream().cuda_stream  # read through torch._C (gpu_clock.current_stream)
     base.zero_()  # a later call writing into the same buffer, as a graph's static output is
     kept = copy.tensor()
     assert kept.shape == then.shape and kept.stride() == strides and kept.dtype == then.dtype
     assert torch.equal(kept, then)
+
+
+@pytest.mark.gpu
+def test_gpu_the_clocks_current_stream_is_torchs():
+    """gpu_clock.current_stream reads the current stream through torch._C, as the clocks do around each call (its
+    events, the copy of its output): a side stream made current is the one read, the default one again after."""
+    from tutor.harness.gpu_clock import current_stream
+
+    side = torch.cuda.Stream()
+    assert current_stream() == torch.cuda.current_stream()
+    with torch.cuda.stream(side):
+        assert current_stream() == side != torch.cuda.default_stream()
+        assert current_stream().cuda_stream == side.cuda_stream
+    assert current_stream() == torch.cuda.default_stream()

@@ -534,6 +534,7 @@ class Worker:
         strict.update({f"{m.__name__}.{c.__name__}": c for m in harness for c in vars(m).values()
                        if isinstance(c, type) and c.__module__ == m.__name__})
         strict.update({"random.SystemRandom": random.SystemRandom, "torch.cuda.Event": torch.cuda.Event,
+                       "torch.cuda.Stream": torch.cuda.Stream,  # the clocks' events are recorded on one made here
                        "spec": self.spec, "device": self.device})
         libraries = {"builtins": builtins, "torch": torch, "torch.Tensor": torch.Tensor, "torch.cuda": torch.cuda,
                      "torch.nn.functional": torch.nn.functional, "torch.nn.Module": torch.nn.Module,
