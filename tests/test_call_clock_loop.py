@@ -13,7 +13,7 @@ from tutor.harness import gpu_clock, lockstep
 
 def test_each_input_is_made_after_the_call_before_returned_and_the_device_drained(monkeypatch):
     events = []
-    monkeypatch.setattr(gpu_clock, "_device_sync", lambda: events.append("sync"))
+    monkeypatch.setattr(gpu_clock, "device_sync", lambda: events.append("sync"))
     monkeypatch.setattr(gpu_clock, "_own_work_done", lambda: events.append("made"))
     clock = object.__new__(gpu_clock.GpuClock)  # no CUDA here: the loop's own logic alone
     clock.clocks, clock._drain_ms = {}, 0.0
@@ -80,7 +80,7 @@ def test_the_gpu_clock_charges_what_the_device_still_ran_before_its_call(monkeyp
     missed. Its run on a GPU: tests/test_every_call_checked.py."""
     events, ticks = [], iter([0, 2_000_000] * 3)  # the device busy 2 ms past the harness's own work, each call
     monkeypatch.setattr(gpu_clock, "_own_work_done", lambda: events.append("made"))
-    monkeypatch.setattr(gpu_clock, "_device_sync", lambda: events.append("drained"))
+    monkeypatch.setattr(gpu_clock, "device_sync", lambda: events.append("drained"))
     monkeypatch.setattr(gpu_clock, "_clock_ns", lambda: next(ticks))
     clock = object.__new__(gpu_clock.GpuClock)
     clock.clocks, clock._drain_ms = {}, 0.0

@@ -43,7 +43,7 @@ class Device:
 
     def synchronize(self) -> None:
         if self.cuda:
-            torch.cuda.synchronize()
+            gpu_clock.device_sync()  # torch._C's: torch.cuda.synchronize() asks the driver for its GPUs first
 
     def allocated_bytes(self, full: bool = False) -> int:
         """Bytes held by live tensors on the GPU (0 on CPU): what a workload keeps resident.

@@ -33,7 +33,7 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None)
 _stream_of = getattr(torch._C, "_cuda_getCurrentStream", None)
 # torch._C's device-wide sync, not torch.cuda.synchronize: the Python wrapper's device switching
 # added 10-30 µs of jitter to the device time read after an end event (benchmarks/escape_check.py).
-_device_sync = getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize)
+device_sync = getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize)
 
 # Missed work is charged in full once its median exceeds this: sync wake-up jitter stays below it. An absolute
 # figure, never a share of the call: any share would be a part of every call's work that runs free.
@@ -123,7 +123,7 @@ class GpuClock:
         start = _clock_ns()
         if sleep:
             torch.cuda._sleep(1)
-        _device_sync()
+        device_sync()
         return (_clock_ns() - start) / 1e6
 
     def calibrate(self, name: str, calls: list) -> WorkloadClock:
@@ -167,7 +167,7 @@ class GpuClock:
         _own_work_done()
         start = _clock_ns()
         call(x)
-        _device_sync()
+        device_sync()
         return max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms)
 
     def loop_sample(self, name: str, times: list[float]) -> float:
@@ -180,7 +180,7 @@ class GpuClock:
         """How long the device stays busy once the harness's own work is done, beyond an idle device's sync."""
         _own_work_done()
         start = _clock_ns()
-        _device_sync()
+        device_sync()
         return max(0.0, (_clock_ns() - start) / 1e6 - self._drain_ms)
 
     def _clock(self, name: str) -> WorkloadClock:
@@ -202,7 +202,7 @@ class GpuClock:
         # over 30 us of it and were charged.
         end.synchronize()
         ended = _clock_ns()
-        _device_sync()  # the whole device, every stream
+        device_sync()  # the whole device, every stream
         after_ms = (_clock_ns() - ended) / 1e6 - (self._held_sync_ms if held else self._idle_sync_ms)
         return out, start.elapsed_time(end), (returned - host_start) / 1e6, max(0.0, after_ms)
 

@@ -58,7 +58,7 @@ class DeviceCopy:
         """The copy as a tensor of the output's shape, dtype and strides: after the clock, with checked operators."""
         out = torch.empty(self.nbytes, dtype=torch.uint8, device="cuda")
         if self.nbytes:
-            stream = torch.cuda.current_stream()
+            stream = current_stream()
             status = _memcpy()(out.data_ptr(), self.ptr, self.nbytes, stream.cuda_stream)
             if status:
                 raise RuntimeError(f"cuMemcpyDtoDAsync failed with CUDA error {status}")
