@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from grade_latency import timed
+from grades_fixture import card_of
 from grade_stability import newest_grade_result
 from tutor import actions
 from tutor.catalog import get_puzzle
@@ -56,6 +57,7 @@ def grade_one(ws, puzzle, path, which: str) -> dict:
             "refused_by": refused, "performance": by_name["performance"].details[:4],
             "speedups": {k: round(v["median"], 3) for k, v in verdict.speedups.items()},
             "wall_s": round(time.monotonic() - started, 1),
+            "card": card_of(raw),
             # The grade as grade_stability.py keeps one (each interval's bounds, the clocks, the card): what
             # benchmarks/grades_fixture.py makes a fixture row of.
             "grade": {"rounds": puzzle.timing.rounds, "tier": verdict.tier,
