@@ -51,7 +51,7 @@ def test_every_specs_input_making_dispatches_what_the_worker_probes_for_any_seed
         assert probed and set(later) <= set(probed), (puzzle, set(later) - set(probed))
 
 
-def test_the_overloads_read_are_those_the_input_making_calls():
+def test_every_overload_the_input_making_calls_is_read():
     """Every overload a dispatch mode sees each shipped spec's input making call is among those `dispatched` reads
     (below that top level: the next test)."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -98,7 +98,7 @@ def test_under_a_profiler_already_running_the_input_making_is_not_read_and_the_w
 
     with profile():
         assert dispatched(lambda: torch.randn(2)) is None
-    assert "aten::randn" in dispatched(lambda: torch.randn(2))  # the overload randn(size) calls, named plainly
+    assert "aten::randn" in dispatched(lambda: torch.randn(2))  # randn's plain overload, among its others
 
 
 def _as_tensor(value):
@@ -130,7 +130,7 @@ def _overloads_run(work, names: set[str]) -> set[str]:
                 def noted(keyset, *args, overload=overload, kernel=kernel, tensors=tensors, **kwargs):
                     ran.add(overload)
                     # A number the caller passed as a tensor (x * 5.0) reaches Python as a number: a tensor again.
-                    args = [_as_tensor(a) if tensor else a for a, tensor in zip(args, tensors)] + list(args[len(tensors):])
+                    args = [*(_as_tensor(a) if tensor else a for a, tensor in zip(args, tensors)), *args[len(tensors):]]
                     return kernel.call_boxed(keyset, *args, **kwargs)
 
                 library.impl(overload.split("::")[1], noted, "CPU", with_keyset=True)
