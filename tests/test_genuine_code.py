@@ -44,6 +44,7 @@ def test_a_bytecode_cache_rewritten_after_the_start_is_not_read(tmp_path):
     cache changed after the harness started, so the source is compiled instead."""
     path = _module(tmp_path)
     genuine = _after_start()
+    time.sleep(0.05)  # a file's times come from a coarse clock, up to a few ms behind time.time()
     impostor = tmp_path / "impostor.py"
     impostor.write_text(OTHER)
     source = os.stat(path)
