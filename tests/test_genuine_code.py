@@ -28,7 +28,7 @@ def _module(tmp_path):
 
 
 def _after_start() -> GenuineCode:
-    time.sleep(0.01)  # the files' ctimes before the harness's start
+    time.sleep(0.1)  # the files' ctimes before the harness's start, past genuine_code.COARSE_CLOCK_S
     return GenuineCode()
 
 
@@ -52,6 +52,19 @@ def test_a_bytecode_cache_rewritten_after_the_start_is_not_read(tmp_path):
     py_compile.compile(str(impostor), cfile=importlib.util.cache_from_source(path))
     assert not genuine(_function(OTHER, path))
     assert genuine(_function(SOURCE, path))
+
+
+def test_a_cache_as_it_was_before_the_start_is_what_counts_as_the_files_code(tmp_path):
+    """Read rather than compiled: where the cache names the source as it is, its code is what import runs, and what
+    the file counts as (a cache of other code of the same size, written before the harness started)."""
+    path = _module(tmp_path)
+    impostor = tmp_path / "impostor.py"
+    impostor.write_text(OTHER)
+    source = os.stat(path)
+    os.utime(impostor, (source.st_atime, source.st_mtime))
+    py_compile.compile(str(impostor), cfile=importlib.util.cache_from_source(path))
+    genuine = _after_start()
+    assert genuine(_function(OTHER, path)) and not genuine(_function(SOURCE, path))
 
 
 def test_a_stale_bytecode_cache_is_not_read(tmp_path):

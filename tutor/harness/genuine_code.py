@@ -36,6 +36,12 @@ def package_place(name: str) -> str | None:
     return os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
 
 
+# A file's times come from the kernel's coarse clock, a few milliseconds behind time.time(): a bytecode cache written
+# just after the harness started could read as written before. One written this close to the start is not read (the
+# source is compiled instead).
+COARSE_CLOCK_S = 0.05
+
+
 class GenuineCode:
     """Made before learner code loads; called with a code object, says whether its file compiles to it."""
 
@@ -75,7 +81,7 @@ class GenuineCode:
         (the mtime and size import checks, PEP 552); else None, and the source is compiled."""
         try:
             path = importlib.util.cache_from_source(filename)
-            if os.stat(path).st_ctime > self._since:
+            if os.stat(path).st_ctime > self._since - COARSE_CLOCK_S:
                 return None
             with open(path, "rb") as f:
                 data = f.read()
