@@ -54,11 +54,11 @@ def entered(work) -> set[str]:
     return seen | INTERNALS
 
 
-def dispatched(work) -> list[str] | None:
-    """Every overload of the aten operators `work()` dispatches at every level (a copy's empty_strided and copy_
-    beneath its _to_copy), as torch's profiler records them; None where that profiler cannot run here. Its legacy
-    form, the CPU's records alone: no Kineto, whose start costs over a second a process (1.4 ms here, 2 s for
-    Kineto's). Every overload of each, not the one its arguments suggest: an operator runs another overload of its
+def dispatched(work) -> set[str] | None:
+    """The aten operators `work()` dispatches at every level (a copy's empty_strided and copy_ beneath its
+    _to_copy), as torch's profiler records them; None where that profiler cannot run here. Its legacy form, the CPU's
+    records alone: no Kineto, whose start costs over a second a process (1.4 ms here, 2 s for Kineto's). A table of
+    them reads each one's every overload, not the one its arguments suggest: an operator runs another overload of its
     own below what the profiler records (sum(x) runs sum.dim_IntList's kernel; tests/test_dispatch_table.py)."""
     try:
         from torch.autograd.profiler_legacy import profile
@@ -69,7 +69,7 @@ def dispatched(work) -> list[str] | None:
             work()
     except Exception:  # noqa: BLE001 - a profiler already running, or none here: the whole table serves
         return None
-    return aten_overloads({event.name for event in recorded.function_events if event.name.startswith("aten::")})
+    return {event.name for event in recorded.function_events if event.name.startswith("aten::")}
 
 
 def aten_overloads(names: set[str] | None = None) -> list[str]:
@@ -104,9 +104,8 @@ class DispatchTable:
     """Taken before learner code loads; `changed()` names the aten operators whose kernels are not as they were,
     and the thread's dispatch keys if they changed."""
 
-    def __init__(self, names: set[str] | None = None, overloads: list[str] | None = None) -> None:
-        # Listed once: an overload added later is none the harness calls.
-        self._overloads = overloads if overloads is not None else aten_overloads(names)
+    def __init__(self, names: set[str] | None = None) -> None:
+        self._overloads = aten_overloads(names)  # listed once: an overload added later is none the harness calls
         self._dumps = {name: torch._C._dispatch_dump(name) for name in self._overloads}  # as last read
         self._before = {name: kernel_lines(dump) for name, dump in self._dumps.items()}
         self._keys = dispatch_keys_in_force()

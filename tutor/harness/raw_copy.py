@@ -20,7 +20,6 @@ from tutor.harness.gpu_clock import current_stream
 # Bound as the harness imports, before any learner code: a workload cannot swap them for its own.
 _raw_alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
 _raw_delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
-
 _draw = random.Random()
 _driver = []  # the driver's cuMemcpyDtoDAsync, loaded at the first GPU copy
 

@@ -444,7 +444,7 @@ class Worker:
         inside the work is watched too (tutor.harness.foreign_code)."""
         with _collector_held():
             self._own_operators(table or self.dispatch)
-            with self.foreign.watched(what) if self.foreign else contextlib.nullcontext():
+            with self._watched(what):
                 yield
 
     @contextlib.contextmanager
@@ -452,9 +452,12 @@ class Worker:
         """The harness letting go of its inputs (or a call's output) after a clock stopped, watched: a finalizer
         a workload tied to one (weakref.finalize) would run its code there, untimed, before the round is checked.
         The collector held off meanwhile: what it would run there is not the inputs' own."""
-        watch = self.foreign.watched("letting a call's input go") if self.foreign else contextlib.nullcontext()
-        with _collector_held(), watch:
+        with _collector_held(), self._watched("letting a call's input go"):
             yield
+
+    def _watched(self, what: str):
+        """`what`, the harness's own work, watched for learner code where learner code runs in this process."""
+        return self.foreign.watched(what) if self.foreign else contextlib.nullcontext()
 
     def _own_work(self) -> None:
         """The harness's own work in a candidate's process, once, before learner code loads: an input made, L2
@@ -493,8 +496,7 @@ class Worker:
         flush = dispatched(self.device.flush_l2)
         if not making or flush is None:
             return {False: self.dispatch, True: self.dispatch}
-        return {False: DispatchTable(overloads=making),
-                True: DispatchTable(overloads=list(dict.fromkeys(making + flush)))}
+        return {False: DispatchTable(making), True: DispatchTable(making | flush)}
 
     def _reading_table(self) -> DispatchTable | None:
         """The operators reading a round's outputs dispatches (`sampled`), read in a dry run over outputs of every
@@ -503,8 +505,8 @@ class Worker:
         if self.serving:
             return self.dispatch
         outputs = call_checks.probe_outputs(self.device.name)
-        overloads = dispatched(lambda: call_checks.read_round(outputs))
-        return DispatchTable(overloads=overloads) if overloads else self.dispatch
+        names = dispatched(lambda: call_checks.read_round(outputs))
+        return DispatchTable(names) if names else self.dispatch
 
     def _harness_holds(self, inputs=()) -> None:
         """For a memory budget: the harness's inputs alive now, the warm-up's and these (AllocatorPeak)."""
