@@ -157,8 +157,7 @@ def main() -> None:
         if puzzle_id not in workspaces:
             workspaces[puzzle_id] = scratch_workspace("infprof-cheat-")
         ws = workspaces[puzzle_id]
-        row = grade_one(ws, puzzle, puzzle.solution_path(which), which)
-        record({**row, "run": run, **({"grade": {**row["grade"], "run": run}} if "grade" in row else {})})
+        record({**grade_one(ws, puzzle, puzzle.solution_path(which), which), "run": run})
 
 
 if __name__ == "__main__":

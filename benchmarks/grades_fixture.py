@@ -51,7 +51,7 @@ def rows(puzzle: str, call: str, path: Path) -> list[dict]:
     graded = json.loads(path.read_text())
     if graded and "puzzle" in graded[0]:  # grade_cheats.py --solutions: many solutions a file, each row its own
         return [row for r in graded if r["puzzle"] == puzzle and "grade" in r
-                for row in grade_rows(puzzle, r["which"], call, [r["grade"]])]
+                for row in grade_rows(puzzle, r["which"], call, [{**r["grade"], "run": r["run"]}])]
     return grade_rows(puzzle, which_of(path, puzzle), call, graded)
 
 

@@ -4,7 +4,12 @@ a patch anywhere along a class's bases is found."""
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
+import textwrap
 from types import ModuleType, SimpleNamespace
+
+import pytest
 
 from tutor.harness import guard
 from tutor.harness.worker import Worker
@@ -99,18 +104,12 @@ print(guard.violations)
 
 
 def _violations_after(add: str) -> str:
-    import subprocess
-    import sys
-    import textwrap
-
     done = subprocess.run([sys.executable, "-c", AUDIT_HOOK_ADDED.format(add=textwrap.dedent(add))],
                           capture_output=True, text=True, timeout=120)
     return done.stdout + done.stderr
 
 
 def test_an_audit_hook_a_library_torch_imports_adds_is_its_own():
-    import pytest
-
     fork = pytest.importorskip("filelock._core._fork")
     if not hasattr(fork, "_register_fork_hooks"):
         pytest.skip("this filelock adds no audit hook")
