@@ -100,19 +100,10 @@ class RankGroup:
         """Send every rank the same message, then collect their replies, rank by rank."""
         for conn in self.conns:
             wire.send(conn, {"op": op, **fields})
-        replies: dict[int, dict] = {}
-        waiting = dict(enumerate(self.conns))
-        while waiting:
-            ready = wait(list(waiting.values()), timeout=limit_s)
-            if not ready:
-                stuck = sorted(waiting)
-                raise HarnessFailure("timeout", f"rank {', '.join(map(str, stuck))} did not answer {op!r} within "
-                                     f"{limit_s:.0f} s: a collective waiting for a rank that never joins it?")
-            for rank in [r for r, c in waiting.items() if c in ready]:
-                try:
-                    replies[rank] = wire.recv(waiting.pop(rank))
-                except (EOFError, OSError) as e:
-                    raise HarnessFailure("crashed", f"rank {rank}'s process ended before it answered {op!r}") from e
+        replies = _replies(dict(enumerate(self.conns)), limit_s,
+                           late=lambda stuck: f"rank {', '.join(map(str, stuck))} did not answer {op!r} within "
+                                              f"{limit_s:.0f} s: a collective waiting for a rank that never joins it?",
+                           ended=lambda rank: f"rank {rank}'s process ended before it answered {op!r}")
         failed = [replies[r]["error"] for r in sorted(replies) if "error" in replies[r]]
         if failed:
             raise HarnessFailure(failed[0]["kind"], "; ".join(f["message"] for f in failed),
@@ -129,6 +120,24 @@ class RankGroup:
             conn.close()
         for pid in self.pids:
             _reap(pid)
+
+
+def _replies(waiting: dict[int, Connection], limit_s: float, late: Callable[[list[int]], str],
+             ended: Callable[[int], str]) -> dict[int, dict]:
+    """One message from each rank's pipe in `waiting`, in the order they come, none waited for longer than `limit_s`;
+    a HarnessFailure worded by `late` (the ranks still silent) or `ended` (a rank whose process is gone) if not."""
+    replies: dict[int, dict] = {}
+    waiting = dict(waiting)
+    while waiting:
+        ready = wait(list(waiting.values()), timeout=limit_s)
+        if not ready:
+            raise HarnessFailure("timeout", late(sorted(waiting)))
+        for rank in [r for r, c in waiting.items() if c in ready]:
+            try:
+                replies[rank] = wire.recv(waiting.pop(rank))
+            except (EOFError, OSError) as e:
+                raise HarnessFailure("crashed", ended(rank)) from e
+    return replies
 
 
 def _reap(pid: int, limit_s: float = STOP_LIMIT_S) -> None:
@@ -151,14 +160,13 @@ def start(world: int, handler: Handler, backend: str, in_child: Callable[[int], 
     `in_child(rank)` runs first in each (the coordinator's pipe to the tutor closed there, say)."""
     forked = [processes.fork_worker(_rank_body(rank, world, backend, handler, in_child)) for rank in range(world)]
     group = RankGroup([pid for pid, _ in forked], [conn for _, conn in forked])
-    if not wait([group.conns[0]], timeout=RENDEZVOUS_S):
-        group.stop()
-        raise HarnessFailure("timeout", f"rank 0 opened no rendezvous within {RENDEZVOUS_S} s")
     try:
-        port = wire.recv(group.conns[0])["port"]
-    except (EOFError, OSError) as e:
+        port = _replies({0: group.conns[0]}, RENDEZVOUS_S,
+                        late=lambda _: f"rank 0 opened no rendezvous within {RENDEZVOUS_S} s",
+                        ended=lambda _: "rank 0's process ended before it opened the ranks' rendezvous")[0]["port"]
+    except HarnessFailure:
         group.stop()
-        raise HarnessFailure("crashed", "rank 0's process ended before it opened the ranks' rendezvous") from e
+        raise
     for conn in group.conns[1:]:
         wire.send(conn, {"port": port})
     return group
