@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.harness import ranks
+from tutor.harness import processes, ranks
 from tutor.harness.loading import HarnessFailure
 
 pytestmark = pytest.mark.waits  # its tests mostly wait on purpose: spread through the run (conftest)
@@ -84,6 +84,20 @@ def test_a_rank_killed_at_stop_takes_nothing_else_of_its_callers_with_it():
     finally:
         sibling.kill()
         sibling.wait()
+
+
+def rank_0_dies_at_once(rank: int) -> None:
+    if rank == 0:
+        os._exit(3)
+
+
+def test_a_rank_0_that_dies_before_the_rendezvous_is_named_and_every_rank_reaped():
+    before, started = processes._children(os.getpid()), time.monotonic()
+    with pytest.raises(HarnessFailure) as e:
+        ranks.start(2, handler, "gloo", in_child=rank_0_dies_at_once)
+    assert e.value.kind == "crashed" and "rank 0's process ended before it opened the ranks' rendezvous" in e.value.message
+    assert time.monotonic() - started < ranks.RENDEZVOUS_S  # told when it ended, not at the limit
+    assert processes._children(os.getpid()) <= before  # both ranks reaped: none left running or as a zombie
 
 
 def test_a_call_is_timed_as_its_slowest_rank_saw_it(group):
