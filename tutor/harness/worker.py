@@ -466,9 +466,7 @@ class Worker:
             return  # a server's requests are made by the coordinator, its tokens read as numbers
         [x] = self._made([0], flush=True)
         out = (x if isinstance(x, torch.Tensor) else torch.ones(8, device=self.device.name)).float()
-        kept = call_checks.Kept(out)
-        call_checks.samples([kept], 0)
-        call_checks.read_whole(0, out)
+        call_checks.read_round([out])
         self.device.synchronize()
 
     def _own_operators(self, table: DispatchTable | None) -> None:
@@ -490,13 +488,12 @@ class Worker:
         INPUT_SEEDS_PROBED inputs (tutor.harness.dispatch_table.dispatched), and the flush's beside them. Most calls
         make an input alone, and a check reads each operator's every overload (tens of microseconds each on a GPU's
         host). The whole table where that cannot be read, or for a server, whose requests the coordinator makes."""
-        if self.serving:
-            return {False: self.dispatch, True: self.dispatch}
-        making = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=False))
-        flush = dispatched(self.device.flush_l2)
-        if not making or flush is None:
-            return {False: self.dispatch, True: self.dispatch}
-        return {False: DispatchTable(making), True: DispatchTable(making | flush)}
+        if not self.serving:
+            making = dispatched(lambda: self._made(list(range(INPUT_SEEDS_PROBED)), flush=False))
+            flush = dispatched(self.device.flush_l2)
+            if making and flush is not None:
+                return {False: DispatchTable(making), True: DispatchTable(making | flush)}
+        return dict.fromkeys((False, True), self.dispatch)
 
     def _reading_table(self) -> DispatchTable | None:
         """The operators reading a round's outputs dispatches (`sampled`), read in a dry run over outputs of every
