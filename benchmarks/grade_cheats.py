@@ -32,7 +32,7 @@ from pathlib import Path
 
 from grade_latency import timed
 from grades_fixture import card_of
-from grade_stability import newest_grade_result
+from grade_stability import grade_record, newest_grade_result
 from tutor import actions
 from tutor.catalog import get_puzzle
 from tutor.runner import RunFailed
@@ -58,13 +58,9 @@ def grade_one(ws, puzzle, path, which: str) -> dict:
             "speedups": {k: round(v["median"], 3) for k, v in verdict.speedups.items()},
             "wall_s": round(time.monotonic() - started, 1),
             "card": card_of(raw),
-            # The grade as grade_stability.py keeps one (each interval's bounds, the clocks, the card): what
-            # benchmarks/grades_fixture.py makes a fixture row of.
-            "grade": {"rounds": puzzle.timing.rounds, "tier": verdict.tier,
-                      "speedups": {"call": verdict.speedups, "gpu": verdict.gpu_speedups},
-                      "criteria": {c.name: c.passed for c in verdict.criteria}, "clocks": raw.get("clocks", {}),
-                      "stages": stages,
-                      "serving_pairs": raw.get("pairs", []), "environment": raw.get("environment", {})}}
+            # The grade whole (each interval's bounds, the clocks, the card): what benchmarks/grades_fixture.py makes
+            # a fixture row of.
+            "grade": grade_record(puzzle, stages, verdict, raw)}
 
 
 def print_row(row: dict) -> None:

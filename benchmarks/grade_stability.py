@@ -46,6 +46,22 @@ def newest_grade_result(ws) -> dict:
     return json.loads((run / RESULT_NAME).read_text())
 
 
+def grade_record(puzzle, stages: dict, v, raw: dict) -> dict:
+    """One grade as these benchmarks keep it (benchmarks/grades_fixture.py makes fixture rows of it): `v` the verdict,
+    `raw` the harness's result it was read from (newest_grade_result), `stages` its seconds by stage."""
+    return {"rounds": puzzle.timing.rounds, "passed": v.passed,
+            "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,
+            "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},
+            "failed": {c.name: c.details[:6] for c in v.criteria if not c.passed},
+            "samples_ms": raw.get("samples_ms", {}), "clocks": raw.get("clocks", {}),
+            # A serving grade's replay pairs: (the baseline's figures, the learner's), each.
+            "serving_pairs": raw.get("pairs", []), "gpu_busy": raw.get("gpu_busy"),
+            "host_timed": raw.get("host_timed", []), "facts": v.facts,
+            # The GPU's clocks, power and slowdowns around the timed rounds: grades of one style on two
+            # machines that disagree say here whether one GPU ran slower.
+            "environment": raw.get("environment", {})}
+
+
 def tier_speedups(puzzle, speedups: dict[str, dict]) -> list[tuple[str, tuple[str, dict]]]:
     """(clock, (vs, estimate)) for every comparator on the call clock, and on the GPU clock where a tier uses it."""
     gpu_vs = {t.vs for t in puzzle.tiers if t.clock == "gpu"}
@@ -114,18 +130,7 @@ def main() -> int:
         graded = with_rounds(puzzle, arms[i % len(arms)])
         started = time.time()
         stages, v = timed(lambda on_event: actions.grade(ws, graded, on_event), echo=True)
-        raw = newest_grade_result(ws)
-        rows.append({"run": i + 1, "rounds": graded.timing.rounds, "started": started, "passed": v.passed,
-                     "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,
-                     "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},
-                     "failed": {c.name: c.details[:6] for c in v.criteria if not c.passed},
-                     "samples_ms": raw.get("samples_ms", {}), "clocks": raw.get("clocks", {}),
-                     # A serving grade's replay pairs: (the baseline's figures, the learner's), each.
-                     "serving_pairs": raw.get("pairs", []), "gpu_busy": raw.get("gpu_busy"),
-                     "host_timed": raw.get("host_timed", []), "facts": v.facts,
-                     # The GPU's clocks, power and slowdowns around the timed rounds: grades of one style on two
-                     # machines that disagree say here whether one GPU ran slower.
-                     "environment": raw.get("environment", {})})
+        rows.append({"run": i + 1, "started": started, **grade_record(graded, stages, v, newest_grade_result(ws))})
         sp = "  ".join(f"vs {k}{' (GPU)' if clock == 'gpu' else ''}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]"
                        for clock, (k, s) in tier_speedups(puzzle, rows[-1]["speedups"]))
         ms = "  ".join(f"{k} {t:.4f} ms" for k, t in v.timings_ms.items())
