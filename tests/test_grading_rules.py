@@ -40,7 +40,8 @@ for _path in GRADE_FIXTURES:  # a shipped puzzle's solutions (a draft's fixture 
     if (_puzzle := all_puzzles().get(_path.name.split("_")[1])) is not None:
         # A style that left alternatives/ since (puzzle23's rounded_blocks, a cheat now) is no solution's grade.
         MEASURED_GRADES.setdefault(_puzzle.id, []).extend(
-            g for g in json.loads(_path.read_text()) if g["which"] == "reference" or (
+            {**g, "graded": _path.stem.rsplit("_", 1)[1]} for g in json.loads(_path.read_text())
+            if g["which"] == "reference" or (
                 g["which"].startswith("alternatives/") and g["which"].split("/", 1)[1] in _puzzle.alternatives))
 # Issue 17's warm harness against a cold start: the solutions of four puzzles graded once each way, one H100
 # (puzzle7's reference and the two alternatives it had then).
@@ -146,13 +147,24 @@ def test_puzzle1_bf16_graph_is_fast_but_rejected(workspace):
     assert not fp8.passed and not verdict.passed
 
 
+# Issue 76 times each call alone, from an idle GPU (graded so from 2026-12-07). Styles listed a tier lower since, as
+# their puzzle was designed (their MEASUREMENTS.md): a grade of theirs from before, on the call clock back to back,
+# reads the tier listed then.
+EACH_CALL_TIMED_ALONE_SINCE = "2026-12-07"
+LISTED_BEFORE_EACH_CALL_TIMED_ALONE = {("puzzle6", "alternatives/padded_bmm"): "gold",
+                                       ("puzzle6", "alternatives/compiled_padded"): "gold"}
+
+
 def expected_tier(grade: dict) -> str:
-    puzzle = get_puzzle(grade["puzzle"], drafts=True)
+    """The tier a grade of an honest style must read: the one listed for the clock it was graded on."""
     if grade["which"] == "baseline":  # against itself: no tier
         return ""
     if grade["which"] == "reference":
         return "gold"
-    expected = puzzle.alternatives[grade["which"].split("/", 1)[1]]
+    before = grade.get("graded", EACH_CALL_TIMED_ALONE_SINCE) < EACH_CALL_TIMED_ALONE_SINCE
+    if before and (then := LISTED_BEFORE_EACH_CALL_TIMED_ALONE.get((grade["puzzle"], grade["which"]))):
+        return then
+    expected = get_puzzle(grade["puzzle"], drafts=True).alternatives[grade["which"].split("/", 1)[1]]
     return "" if expected == NO_TIER else expected  # honest, and no faster: it must earn no tier
 
 
@@ -208,7 +220,7 @@ def test_each_measured_puzzles_solutions_read_their_tier_in_every_grade_on_recor
     for g in MEASURED_GRADES[puzzle_id]:
         tiers.setdefault(g["which"], []).append(reached(g))
     assert {w: sorted(set(t)) for w, t in tiers.items()} == \
-        {w: [expected_tier({"puzzle": puzzle_id, "which": w})] for w in tiers}, tiers
+        {w: sorted({expected_tier(g) for g in MEASURED_GRADES[puzzle_id] if g["which"] == w}) for w in tiers}, tiers
     # Four grades an alternative; three where each of them would still read its tier with every bar 1.5x higher.
     wide = {w for w in tiers if all(reached(g, bars=1.5) == expected_tier(g) for g in MEASURED_GRADES[puzzle_id]
                                     if g["which"] == w)}
@@ -421,10 +433,9 @@ def test_every_shipped_style_was_graded_on_its_card_since_every_timed_call_count
 # tier and median speed-ups a grade), each naming its card and commit.
 PER_CALL_SOLUTIONS = sorted((Path(__file__).parent / "fixtures").glob("solutions_per_call_*.json"))
 # Styles whose grade on that clock read below their listed tier: host-bound calls no longer overlap the GPU's work
-# of the call before (their MEASUREMENTS.md). Open until the clock or the bars are decided; this set only shrinks.
-BELOW_THEIR_TIER_ON_THE_PER_CALL_CLOCK = {
-    ("puzzle1", "alternatives/compiled_fp8_gemv"), ("puzzle6", "alternatives/padded_bmm"),
-    ("puzzle6", "alternatives/compiled_padded")}
+# of the call before (their MEASUREMENTS.md). puzzle6's eager and compiled layers are listed silver since, as that
+# puzzle was designed; puzzle1's bars are open (issue 76's note). This set only shrinks.
+BELOW_THEIR_TIER_ON_THE_PER_CALL_CLOCK = {("puzzle1", "alternatives/compiled_fp8_gemv")}
 
 
 # Shipped styles with no grade on that clock yet, owed to a Hopper card (the two-GPU puzzles' to a two-GPU host):
