@@ -35,12 +35,19 @@ H100_GRADES = json.loads((Path(__file__).parent / "fixtures" / "grades_2026-11-2
 # re-graded later (puzzle4's new weights) has a second file, and both count; an H100's grades and an H200's (the
 # H100's SMs and clocks, more HBM) alike, the multi-GPU puzzles' from two H200s of one host.
 GRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("grades_puzzle*_*.json"))
+
+
+def graded_on(fixture: Path) -> str:
+    """The day a fixture's grades ran, from its name (..._YYYY-MM-DD.json)."""
+    return fixture.stem.rsplit("_", 1)[1]
+
+
 MEASURED_GRADES: dict[str, list] = {}
 for _path in GRADE_FIXTURES:  # a shipped puzzle's solutions (a draft's fixture kept its baseline's grades too)
     if (_puzzle := all_puzzles().get(_path.name.split("_")[1])) is not None:
         # A style that left alternatives/ since (puzzle23's rounded_blocks, a cheat now) is no solution's grade.
         MEASURED_GRADES.setdefault(_puzzle.id, []).extend(
-            {**g, "graded": _path.stem.rsplit("_", 1)[1]} for g in json.loads(_path.read_text())
+            {**g, "graded": graded_on(_path)} for g in json.loads(_path.read_text())
             if g["which"] == "reference" or (
                 g["which"].startswith("alternatives/") and g["which"].split("/", 1)[1] in _puzzle.alternatives))
 # Issue 17's warm harness against a cold start: the solutions of four puzzles graded once each way, one H100
@@ -420,7 +427,7 @@ REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
 
 def test_every_shipped_style_was_graded_on_its_card_since_every_timed_call_counts_but_those_owed():
     since = {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES + REGRADE_FIXTURES
-             if path.stem.rsplit("_", 1)[1] >= EVERY_CALL_CHECKED_SINCE for g in json.loads(path.read_text())}
+             if graded_on(path) >= EVERY_CALL_CHECKED_SINCE for g in json.loads(path.read_text())}
     regrades = [g for path in REGRADE_FIXTURES for g in json.loads(path.read_text())]
     assert [reached(g) for g in regrades] == [expected_tier(g) for g in regrades]
     styles = {(p.id, w) for p in all_puzzles().values() if p.hardware.device == "cuda"
