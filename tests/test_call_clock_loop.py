@@ -74,6 +74,21 @@ def test_each_call_of_a_round_gets_its_own_seed_in_an_ask_of_its_own():
         assert all(set(fields) & {"seed", "seeds"} == {"seed"} for _, fields in side.asks)
 
 
+def test_the_candidate_is_settled_against_the_rulers_floor():
+    """The ruler finishes first and reads the floor from its own calls; the candidate gets that number, and reads
+    none from its own (a workload that left work after every call would raise its own floor and hide it)."""
+
+    class Ruler(Recorded):
+        def ask(self, op, **fields):
+            super().ask(op, **fields)
+            return {"after_floor_ms": 0.021}
+
+    ruler, learner = Ruler(), Recorded()
+    theirs, _ = lockstep.finished(ruler, learner, keep_ruler=True)
+    assert ruler.asks == [("finish", {"keep": True})] and theirs["after_floor_ms"] == 0.021
+    assert learner.asks == [("finish", {"after_floor_ms": 0.021})]
+
+
 def test_the_gpu_clock_charges_what_the_device_still_ran_before_its_call(monkeypatch):
     """The GPU clock's call waits for the harness's own work, then drains the device: what the device still ran then
     (work a thread queued on the new input) joins what ran after the end event, and is charged as work the events

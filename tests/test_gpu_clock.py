@@ -5,7 +5,7 @@ import time
 import pytest
 
 from conftest import loop_ms
-from tutor.harness.gpu_clock import PROBE_CALLS
+from tutor.harness.gpu_clock import PROBE_CALLS, after_floor_ms
 
 pytestmark = pytest.mark.gpu
 
@@ -32,11 +32,12 @@ def a():
 
 
 def timed(device, name: str, fn, calls: int = 7):
-    """`fn` timed as a grade times it: its GPU clock's samples, settled, and which workloads were charged."""
+    """`fn` timed as a grade times it: its GPU clock's samples, settled, and which workloads were charged. Settled as a
+    grade settles the candidate: against the floor of calls other than its own (those timed before it here)."""
     device.calibrate(name, [fn] * PROBE_CALLS)
     for _ in range(calls):
         device.time_call_ms(fn, name)
-    charged = device.settle()
+    charged, _ = device.settle(after_floor_ms({n: c for n, c in device._clock.clocks.items() if n != name}))
     clock = device._clock.clocks[name]
     return clock, [clock.gpu_call_ms(i) for i in range(calls)], charged
 

@@ -165,8 +165,10 @@ def environment_lines(environment: dict) -> list[str]:
 def missed_work(measured: Measured, name: str) -> str:
     """The work a workload's events missed, charged to its GPU clock: how much, so that a charge of sync jitter on a
     long call (a few hundredths of a millisecond) reads as what it is beside a side stream's real tail."""
-    after, gpu_ms = measured.clocks.get(name, {}).get("after_ms"), measured.gpu_ms.get(name)
-    late = statistics.median(after) if after else 0.0
+    clock, gpu_ms = measured.clocks.get(name, {}), measured.gpu_ms.get(name)
+    after = clock.get("after_ms")
+    # Beyond the ruler's floor (tutor.harness.gpu_clock.after_floor_ms): what the GPU clock was charged.
+    late = clock.get("charge_ms", statistics.median(after) if after else 0.0)
     amount = f": {late:.2g} ms a call, {late / statistics.median(gpu_ms):.1%} of its GPU time" if after and gpu_ms else ""
     return (f"{name}: GPU work ran after the timed stream had finished (a side stream not joined back?) and was "
             f"counted in full{amount}")

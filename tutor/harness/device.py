@@ -153,9 +153,13 @@ class Device:
         """Before a comparator is timed: wait out GPU work another process left running (ms waited; None: it never stopped)."""
         return self._clock.wait_quiet(limit_s) if self._clock else 0.0
 
-    def settle(self) -> list[str]:
-        """Charge in full the GPU work each workload's events missed; returns the workloads charged."""
-        return gpu_clock.settle(self._clock.clocks) if self._clock else []
+    def settle(self, floor_ms: float | None = None) -> tuple[list[str], float]:
+        """Charge the GPU work each workload's events missed beyond `floor_ms` (the ruler's, for the candidate; the
+        ruler reads its own: gpu_clock.after_floor_ms); returns the workloads charged and the floor."""
+        if not self._clock:
+            return [], 0.0
+        floor = gpu_clock.after_floor_ms(self._clock.clocks) if floor_ms is None else floor_ms
+        return gpu_clock.settle(self._clock.clocks, floor), floor
 
     def forget_clocks(self) -> None:
         """Every workload's clock and samples gone: a kept ruler's next check calibrates and times afresh."""

@@ -12,8 +12,11 @@
   GPU's own time: benchmarks/timing_noise.py). Idle: from an idle GPU, for a workload that waits
   for the GPU inside forward() (a .item(), a copy to the host): held, its host would wait out the
   hold too. Either way the device must be idle when the timed stream's end event is: work the
-  events missed (a side stream never joined back, a thread's launches) is charged in full, decided
-  per workload on medians so that sync jitter in single samples cannot flip it.
+  events missed (a side stream never joined back, a thread's launches) is charged to every call,
+  as its median over the workload's calls, beyond what the ruler's own calls read after their end
+  events in the same grade (`after_floor_ms`): that floor is a sync's own cost on the host, which
+  moves 0.005-0.05 ms between grades and hosts, and is no one's work; a median, so that sync jitter
+  in single samples adds no noise to a clock whose spread is otherwise 0.2%.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ _stream_of = getattr(torch._C, "_cuda_getCurrentStream", None)
 # added 10-30 µs of jitter to the device time read after an end event (benchmarks/escape_check.py).
 device_sync = getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize)
 
-# Missed work is charged in full once its median exceeds this: sync wake-up jitter stays below it. An absolute
-# figure, never a share of the call: any share would be a part of every call's work that runs free.
+# Missed work is always charged (beyond the floor); past this much a call, the verdict names it as work the events
+# missed. Honest workloads read 0.017 ms under to 0.031 ms over their grade's floor (one H100, 2026-12-07; graph
+# replays the highest), which a side stream's tail (0.085 ms a call in puzzle9's cheat) clears.
 ESCAPE_MIN_MS = 0.03
 # Calibration holds the GPU this long: a workload whose host has not finished enqueuing by then
 # (most of it) waits for the GPU inside forward(), or is so host-bound that holding changes little.
@@ -63,26 +67,39 @@ class WorkloadClock:
     host_ms: list[float] = field(default_factory=list)  # the host, from that call until it returned
     after_ms: list[float] = field(default_factory=list)  # the device busy after the end event, or before the call
     loop_ms: list[float] = field(default_factory=list)  # the call clock: per call, a loop's mean
-    charged: bool = False  # the events missed work: `after_ms` counts
+    floor_ms: float = 0.0  # what the ruler's calls of the same grade read after their end events (settle)
+    charge_ms: float = 0.0  # added to every call: the median of `after_ms` beyond `floor_ms` (settle)
+    charged: bool = False  # that charge is past ESCAPE_MIN_MS: the verdict names it
 
     def gpu_call_ms(self, i: int) -> float:
-        """The GPU's time for call i: what the events saw, and what ran after them if that is charged."""
-        return self.gpu_ms[i] + (self.after_ms[i] if self.charged else 0.0)
+        """The GPU's time for call i: what the events saw, and what ran after them beyond the floor."""
+        return self.gpu_ms[i] + self.charge_ms
 
     def summary(self) -> dict:
         return {"method": "held" if self.held else "idle", "hold_ms": self.hold_ms, "charged": self.charged,
-                "gpu_ms": list(self.gpu_ms), "host_ms": list(self.host_ms), "after_ms": list(self.after_ms),
-                "loop_ms": list(self.loop_ms)}
+                "floor_ms": self.floor_ms, "charge_ms": self.charge_ms, "gpu_ms": list(self.gpu_ms),
+                "host_ms": list(self.host_ms), "after_ms": list(self.after_ms), "loop_ms": list(self.loop_ms)}
 
 
-def settle(clocks: dict[str, WorkloadClock]) -> list[str]:
-    """Charge the device time after the end event to workloads whose events missed work; return their names."""
+def after_floor_ms(clocks: dict[str, WorkloadClock]) -> float:
+    """What trusted calls (the ruler's: it never loads learner code) read after their end events, pooled: the cost
+    of a sync on this host in this grade. One H100, 2026-12-07: 0.005-0.047 ms a grade, the calls of one grade
+    within 0.01 ms of each other; puzzle3's were 0.021-0.035 ms beside 0.09-0.12 ms of GPU time."""
+    samples = [ms for clock in clocks.values() for ms in clock.after_ms]
+    return statistics.median(samples) if samples else 0.0
+
+
+def settle(clocks: dict[str, WorkloadClock], floor_ms: float = 0.0) -> list[str]:
+    """Charge each workload the device time after its end events beyond `floor_ms` (after_floor_ms), a median a
+    call; return the names of those charged past ESCAPE_MIN_MS."""
     charged = []
     for name, clock in clocks.items():
         if not clock.after_ms:
             continue
-        if statistics.median(clock.after_ms) > ESCAPE_MIN_MS:
-            clock.charged = True
+        clock.floor_ms = floor_ms
+        clock.charge_ms = max(0.0, statistics.median(clock.after_ms) - floor_ms)
+        clock.charged = clock.charge_ms > ESCAPE_MIN_MS
+        if clock.charged:
             charged.append(name)
     return charged
 

@@ -406,7 +406,7 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         sink.progress("timing", r + 1, rounds)
 
     after = gpu_environment.snapshot() if cuda else {}
-    theirs, mine = ruler.ask("finish", keep=keep_ruler), learner.ask("finish")
+    theirs, mine = finished(ruler, learner, keep_ruler)
     result = merge(checks, timed_checks, theirs, mine, stalled)
     most = observed.report() if observed else {}
     if most:
@@ -415,6 +415,14 @@ def _check_and_time(request: dict, sink: EventSink, ruler: Side | RankedSide,
         result["environment"] = {"before": before, "after": after, "summary": gpu_environment.summary(before),
                                  "concerns": gpu_environment.concerns(before, after, {*ruler.pids, *learner.pids})}
     return result
+
+
+def finished(ruler, learner, keep_ruler: bool) -> tuple[dict, dict]:
+    """Both sides' last reports, the ruler's first: the candidate's GPU clock is settled against the floor the ruler
+    read after its own calls' end events (tutor.harness.gpu_clock.after_floor_ms), a sync's cost on this host in this
+    grade, never against one read from calls of learner code."""
+    theirs = ruler.ask("finish", keep=keep_ruler)
+    return theirs, learner.ask("finish", after_floor_ms=theirs.get("after_floor_ms", 0.0))
 
 
 def time_round(side, name: str, seeds: list[int], keep: bool, cuda: bool) -> float:

@@ -363,11 +363,13 @@ class Worker:
         self.device.forget_clocks()
         return {}
 
-    def finish(self, keep: bool = False) -> dict:
+    def finish(self, keep: bool = False, after_floor_ms: float = 0.0) -> dict:
         """Every sample, settled; memory; for the candidate what fair play saw, for the ruler the puzzle's facts.
-        `keep`: a kept ruler, which serves the next check after this one (the worker's loop goes on)."""
-        charged = self.device.settle()
-        result = {"samples_ms": self.samples, "host_timed": charged,
+        `keep`: a kept ruler, which serves the next check after this one (the worker's loop goes on).
+        `after_floor_ms`: the candidate's GPU clock is settled against the ruler's floor, read by the ruler from its
+        own calls (gpu_clock.after_floor_ms), never from calls of learner code."""
+        charged, floor = self.device.settle(after_floor_ms if self.candidate else None)
+        result = {"samples_ms": self.samples, "host_timed": charged, "after_floor_ms": floor,
                   "gpu_samples_ms": {n: ms for n, ms in self.device.gpu_samples_ms().items() if n in self.samples},
                   "clocks": self.device.clocks(), "timing_note": self.device.timing_note,
                   "resident_bytes": self.resident,
