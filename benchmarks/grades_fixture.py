@@ -24,6 +24,9 @@ import sys
 from pathlib import Path
 
 VERDICT_CRITERIA = {"correctness", "diagnosis", "performance"}
+# What the learner's answer and own profiles must show (puzzle3's autotune report, a kernel explained with Nsight
+# Compute): a solution graded without them (grade_cheats.py --solutions) fails them, which says nothing of its code.
+ANSWER_CRITERIA = {"autotune report", "kernel evidence"}
 SERVING_FIGURES = ("tokens_per_s", "latency_p99_s")  # what a serving tier reads of each replay
 WARM_IMPORT_S = 0.5  # torch's import: 1.4-1.9 s in a cold grade on the H100, 0.01-0.02 s forked from a warm harness
 
@@ -61,7 +64,8 @@ def grade_rows(puzzle: str, which: str, call: str, grades: list[dict]) -> list[d
     return [{"puzzle": puzzle, "which": which, "call": call, "card": card_of(g), "run": g["run"], "rounds": g["rounds"],
              "tier_then": g["tier"], "speedups": rounded(g["speedups"]),
              # A grader's own rules (puzzle1's fp8 weights): the speed-ups alone do not earn a tier without them.
-             "rules_passed": all(ok for name, ok in g["criteria"].items() if name not in VERDICT_CRITERIA),
+             "rules_passed": all(ok for name, ok in g["criteria"].items()
+                                 if name not in VERDICT_CRITERIA | ANSWER_CRITERIA),
              "mine_gpu_clock": g["clocks"].get("mine", {}).get("method", ""),
              # Forked from a warm harness, torch already imported (tutor.warm), or started cold.
              "harness": "warm" if g["stages"].get("importing", WARM_IMPORT_S) < WARM_IMPORT_S else "cold",

@@ -405,28 +405,19 @@ def test_the_fixture_writer_puts_a_workloads_files_together(tmp_path, capsys):
 # re-graded since, on its card: the H100, or 2 x H200 for a two-GPU puzzle.
 EVERY_CALL_CHECKED_SINCE = "2026-11-27"
 # One grade of each style since then, where its puzzle's bars were set before (benchmarks/grades_fixture.py's
-# rows, in files of their own: regrades_PUZZLE_DATE.json), each at the tier it is expected to read.
+# rows, in files of their own: regrades_PUZZLE_DATE.json), each at the tier it is expected to read. The per-call
+# clock's grades (PER_CALL_SOLUTIONS, below) check every timed call too, and count.
 REGRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("regrades_*.json"))
 # Shipped styles with no such grade yet, owed to the GPU: this set only shrinks.
 REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
-    "puzzle1": ["reference", "compiled_fp8_gemv", "compiled_kernels_graphed_by_hand"],
-    "puzzle2": ["reference", "compile_buckets", "graph_per_size_one_pool"],
-    "puzzle3": ["reference", "graph_only", "compiled_gemlite"],
-    "puzzle5": ["reference", "in_place", "masked_compiled"],
-    "puzzle6": ["reference", "padded_bmm", "compiled_padded"],
-    "puzzle7": ["reference", "compiled_overlap", "copy_at_end", "graphed_head", "two_halves", "compiled_graphs"],
-    "puzzle9": ["reference", "split_outputs", "library_matmul"],
-    "puzzle10": ["reference", "warp_aggregated", "library_bincount"],
-    "puzzle11": ["reference", "columns_across_lanes", "library_matmul"],
     "puzzle12": ["reference", "triton_tiles", "library_transpose"],
-    "puzzle15": ["reference", "split_k_atomics", "library_matmul"],
     "puzzle17": ["reference", "group_in_registers", "library_matmul"],
     "puzzle18": ["reference", "small_static_batches", "larger_static_batches", "continuous_full_slots"],
 }.items() for which in (s if s == "reference" else f"alternatives/{s}" for s in styles)}
 
 
 def test_every_shipped_style_was_graded_on_its_card_since_every_timed_call_counts_but_those_owed():
-    since = {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES + REGRADE_FIXTURES
+    since = {(g["puzzle"], g["which"]) for path in GRADE_FIXTURES + REGRADE_FIXTURES + PER_CALL_SOLUTIONS
              if graded_on(path) >= EVERY_CALL_CHECKED_SINCE for g in json.loads(path.read_text())}
     regrades = [g for path in REGRADE_FIXTURES for g in json.loads(path.read_text())]
     assert [reached(g) for g in regrades] == [expected_tier(g) for g in regrades]
@@ -436,28 +427,32 @@ def test_every_shipped_style_was_graded_on_its_card_since_every_timed_call_count
 
 
 # Issue 76's harness (each call's seed an ask of its own, sent once the call before returned; each call timed from an
-# idle GPU until the device drains), graded from 2026-12-07 on: benchmarks/grade_cheats.py --solutions rows (a
-# tier and median speed-ups a grade), each naming its card and commit.
+# idle GPU until the device drains), graded from 2026-12-07 on, each row naming its card and commit: the first
+# session's benchmarks/grade_cheats.py --solutions rows (a tier and median speed-ups a grade), then
+# benchmarks/grades_fixture.py's (the speed-ups' intervals, re-read under today's bars).
 PER_CALL_SOLUTIONS = sorted((Path(__file__).parent / "fixtures").glob("solutions_per_call_*.json"))
-# Styles whose grade on that clock read below their listed tier: host-bound calls no longer overlap the GPU's work
-# of the call before (their MEASUREMENTS.md). puzzle6's eager and compiled layers are listed silver since, as that
-# puzzle was designed; puzzle1's bars are open (issue 76's note). This set only shrinks.
-BELOW_THEIR_TIER_ON_THE_PER_CALL_CLOCK = {("puzzle1", "alternatives/compiled_fp8_gemv")}
+# Styles a grade on that clock read below their listed tier (their MEASUREMENTS.md). puzzle6's eager and compiled
+# layers are listed silver since, as that puzzle was designed. Host-bound under cudagraph trees, timed a call at a
+# time: puzzle1's compiled_fp8_gemv (no tier once at 6f40f8a, silver three times at 43eae89) and puzzle3's
+# compiled_gemlite (1.86x the baseline, bronze's bar 2.5x). puzzle3's reference lost gold to the sync's own cost,
+# charged whole (0.030 ms a call beside 0.092 ms of GPU time), which the ruler's floor takes off since
+# (tutor.harness.gpu_clock.after_floor_ms): its recorded clocks settled that way read gold, 1.35x GemLite's graph;
+# a grade at that change is owed. This set only shrinks.
+BELOW_THEIR_TIER_ON_THE_PER_CALL_CLOCK = {("puzzle1", "alternatives/compiled_fp8_gemv"),
+                                          ("puzzle3", "alternatives/compiled_gemlite"), ("puzzle3", "reference")}
+
+
+def per_call_tier(row: dict) -> str:
+    """The tier a per-call row reads: re-read from its intervals where it keeps them, else as it was graded."""
+    return reached(row) if "rules_passed" in row else row["tier"]
 
 
 # Shipped styles with no grade on that clock yet, owed to a Hopper card (the two-GPU puzzles' to a two-GPU host):
 # issue 76's done-when asks every one re-graded. This set only shrinks.
 PER_CALL_REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
-    "puzzle3": ["reference", "graph_only", "compiled_gemlite"],
-    "puzzle7": ["reference", "compiled_overlap", "copy_at_end", "graphed_head", "two_halves", "compiled_graphs"],
-    "puzzle8": ["reference", "decode_then_detokenize", "overlapped_host", "stop_set", "stop_table_eager"],
-    "puzzle9": ["reference", "split_outputs", "library_matmul"],
-    "puzzle10": ["reference", "warp_aggregated", "library_bincount"],
-    "puzzle11": ["reference", "columns_across_lanes", "library_matmul"],
     "puzzle12": ["reference", "triton_tiles", "library_transpose"],
     "puzzle13": ["reference", "coalesced", "buckets"],  # two GPUs
     "puzzle14": ["reference", "lanes_share_a_candidate", "triton_sorted", "sorts_a_copy"],
-    "puzzle15": ["reference", "split_k_atomics", "library_matmul"],
     "puzzle16": ["reference", "broadcast_both_ways", "batched_p2p"],  # two GPUs
     "puzzle17": ["reference", "group_in_registers", "library_matmul"],
     "puzzle18": ["reference", "small_static_batches", "larger_static_batches", "continuous_full_slots"],
@@ -465,18 +460,15 @@ PER_CALL_REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
     "puzzle20": ["reference", "registers_only", "triton_rows", "library_rms_norm"],
     "puzzle21": ["reference", "atomic_splits", "library_matmul"],
     "puzzle22": ["reference", "padded_buckets", "triton_rows"],
-    "puzzle23": ["reference", "chunked_prefill", "static_buffers"],
-    "puzzle24": ["reference", "tf32_matmul", "autocast_bf16", "matmul_precision_medium"],
     "puzzle25": ["reference", "two_halves", "posted_receives", "tensor_parallel"],  # two GPUs
     "puzzle26": ["reference", "snake_by_bias", "tensor_parallel"],  # two GPUs
-    "puzzle27": ["reference", "gpu_argmax", "graphed_fp32_head", "compiled_step"],
 }.items() for which in (s if s == "reference" else f"alternatives/{s}" for s in styles)}
 
 
 def test_every_style_regraded_on_the_per_call_clock_reads_its_tier_but_those_named_open():
     rows = [r for path in PER_CALL_SOLUTIONS for r in json.loads(path.read_text())]
     assert rows and all("H100" in r["card"] or "H200" in r["card"] for r in rows)
-    below = {(r["puzzle"], r["which"]) for r in rows if TIERS.index(r["tier"]) < TIERS.index(expected_tier(r))}
+    below = {(r["puzzle"], r["which"]) for r in rows if TIERS.index(per_call_tier(r)) < TIERS.index(expected_tier(r))}
     assert below == BELOW_THEIR_TIER_ON_THE_PER_CALL_CLOCK
     styles = {(p.id, w) for p in all_puzzles().values() if p.hardware.device == "cuda"
               for w in ["reference", *(f"alternatives/{name}" for name in p.alternatives)]}
