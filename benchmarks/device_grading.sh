@@ -3,7 +3,8 @@
 # logged beside them (to line up with each grade's start time). Logs go to $OUT.
 #   bash benchmarks/device_grading.sh stability:puzzle1:8:60,240 baseline:puzzle1:2 latency:puzzle2:2 ...
 #   (stability:PUZZLE:RUNS[:ROUNDS,...] grades the reference, baseline:PUZZLE:RUNS the untouched
-#   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, latency:PUZZLE:RUNS times the
+#   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, loops:PUZZLE:RUNS:2-4,4-8 the reference
+#   with the grades alternating between those calls a round (grade_stability.py --loop-calls), latency:PUZZLE:RUNS times the
 #   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness, watch:PUZZLE:RUNS that and
 #   each quick check again as a watch session's, its ruler kept), hold:PUZZLE:W1,W2 runs
 #   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, solutions:P1,P2...:RUNS
@@ -38,6 +39,8 @@ for step in "$@"; do
                  --json "$(out "${p}_stability")" 2>&1 | grep -v "^▸" ;;
     baseline) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which baseline \
                 --json "$(out "${p}_baseline")" 2>&1 | grep -v "^▸" ;;
+    loops) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --loop-calls "$rounds" \
+             --json "$(out "${p}_loops")" 2>&1 | grep -v "^▸" ;;
     alt) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which "alternatives/$rounds" \
            --json "$(out "${p}_alternatives_${rounds}")" 2>&1 | grep -v "^▸" ;;
     hold) timeout python3 benchmarks/hold_effect.py "$p" ${runs//,/ } --json 2>&1 | tee -a "$OUT/hold_effect.jsonl" ;;

@@ -1,7 +1,7 @@
 """Grade a puzzle's reference solution (or its untouched baseline) N times; print verdict agreement and spread.
 
     python benchmarks/grade_stability.py puzzle0 --runs 5 [--which reference|baseline] [--rounds 60,240] [--json out.json]
-        [--workspace DIR]
+        [--workspace DIR] [--loop-calls 2-4,4-8]
 
 Each grade is a fresh harness process with a fresh seed, as a learner's would be.
 Target (issue 2/5): 100% verdict agreement; speedups within ±3% on the H100.
@@ -11,7 +11,9 @@ speed-up's own sampling error (bootstrap SE of the median ratio). If the spread 
 grades is no larger than that, more rounds narrow it; if it is larger, something changes
 between processes (the host's speed, clocks) that no number of rounds removes.
 `--rounds 60,240` alternates the grades between those round counts to show which it is;
-each workload's GPU and host medians per grade show which clock moved.
+each workload's GPU and host medians per grade show which clock moved. `--loop-calls 2-4,4-8` alternates
+them between those calls a round (the harness draws each round's between the two; its own: 4-8 on a GPU): what
+a shorter round costs the tiers' intervals, and saves a grade's time.
 """
 
 from __future__ import annotations
@@ -37,8 +39,16 @@ from tutor.workspace import init_workspace, scratch_workspace
 BOOTSTRAP_RESAMPLES = 400
 
 
-def with_rounds(puzzle, rounds: int | None):
-    return puzzle if not rounds else dataclasses.replace(puzzle, timing=dataclasses.replace(puzzle.timing, rounds=rounds))
+def with_rounds(puzzle, rounds: int | None, loop_calls: tuple[int, ...] = ()):
+    """`puzzle` graded with `rounds` rounds of `loop_calls` calls each, where given (the puzzle's, where not)."""
+    timing = dataclasses.replace(puzzle.timing, rounds=rounds or puzzle.timing.rounds,
+                                 loop_calls=loop_calls or puzzle.timing.loop_calls)
+    return dataclasses.replace(puzzle, timing=timing)
+
+
+def arm_of(row: dict) -> str:
+    """A grade's arm: its rounds, and its calls a round where a --loop-calls arm set them."""
+    return f"{row['rounds']} rounds" + (f" of {row['loop_calls']} calls" if row.get("loop_calls") else "")
 
 
 def newest_grade_result(ws) -> dict:
@@ -49,7 +59,8 @@ def newest_grade_result(ws) -> dict:
 def grade_record(puzzle, stages: dict, v, raw: dict) -> dict:
     """One grade as these benchmarks keep it (benchmarks/grades_fixture.py makes fixture rows of it): `v` the verdict,
     `raw` the harness's result it was read from (newest_grade_result), `stages` its seconds by stage."""
-    return {"rounds": puzzle.timing.rounds, "passed": v.passed,
+    return {"rounds": puzzle.timing.rounds, "loop_calls": "-".join(map(str, puzzle.timing.loop_calls)),
+            "passed": v.passed,
             "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,
             "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},
             "failed": {c.name: c.details[:6] for c in v.criteria if not c.passed},
@@ -83,11 +94,11 @@ def ratios(samples: dict[str, list[float]], vs: str) -> list[float]:
 def decompose(rows: list[dict]) -> None:
     """Per comparator and round count: the spread between grades against each grade's own sampling error."""
     rng = random.Random(0)
-    for rounds in sorted({r["rounds"] for r in rows}):
-        arm = [r for r in rows if r["rounds"] == rounds]
+    for name in sorted({arm_of(r) for r in rows}):
+        arm = [r for r in rows if arm_of(r) == name]
         if len(arm) < 2 or not arm[0]["samples_ms"]:  # a serving grade has replays, not rounds of calls
             continue
-        print(f"  {rounds} rounds, {len(arm)} grades:")
+        print(f"  {name}, {len(arm)} grades:")
         for vs in arm[0]["speedups"]["call"]:
             medians = [statistics.median(ratios(r["samples_ms"], vs)) for r in arm]
             mid = statistics.median(medians)
@@ -112,6 +123,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--which", default="reference", help="reference, baseline or alternatives/NAME")
     parser.add_argument("--rounds", default="", help="comma-separated round counts to alternate (default: the puzzle's)")
+    parser.add_argument("--loop-calls", default="", help="comma-separated LO-HI calls a round to alternate "
+                        "(default: the harness's)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--workspace", type=Path, help="a scratch workspace to use and keep (default: a new one); "
                         "runs sharing one share its compile caches, so a CUDA extension is built once, and its "
@@ -119,6 +132,7 @@ def main() -> int:
     args = parser.parse_args()
     puzzle = get_puzzle(args.puzzle)
     arms = [int(r) for r in args.rounds.split(",") if r] or [None]
+    loops = [tuple(int(n) for n in arm.split("-")) for arm in args.loop_calls.split(",") if arm] or [()]
     ws = init_workspace(args.workspace, remember=False) if args.workspace else scratch_workspace("infprof-stability-")
 
     t0 = time.monotonic()
@@ -127,14 +141,14 @@ def main() -> int:
 
     rows = []
     for i in range(args.runs):
-        graded = with_rounds(puzzle, arms[i % len(arms)])
+        graded = with_rounds(puzzle, arms[i % len(arms)], loops[i % len(loops)])
         started = time.time()
         stages, v = timed(lambda on_event: actions.grade(ws, graded, on_event), echo=True)
         rows.append({"run": i + 1, "started": started, **grade_record(graded, stages, v, newest_grade_result(ws))})
         sp = "  ".join(f"vs {k}{' (GPU)' if clock == 'gpu' else ''}: {s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]"
                        for clock, (k, s) in tier_speedups(puzzle, rows[-1]["speedups"]))
         ms = "  ".join(f"{k} {t:.4f} ms" for k, t in v.timings_ms.items())
-        print(f"run {i + 1} ({graded.timing.rounds} rounds): passed={v.passed} tier={v.tier or '-':6} {sp}  | {ms}  "
+        print(f"run {i + 1} ({arm_of(rows[-1])}): passed={v.passed} tier={v.tier or '-':6} {sp}  | {ms}  "
               f"({stages['total']:.1f} s)", flush=True)
         if v.facts.get("config"):  # puzzle3: the config GemLite's autotuner kept in this process
             print(f"    {v.facts['source']}: {v.facts['config']}", flush=True)

@@ -105,3 +105,17 @@ def test_the_gpu_clock_charges_what_the_device_still_ran_before_its_call(monkeyp
     assert events == ["made", "drained", "timed"] * 3
     assert clock.clocks["mine"].after_ms == [2.0] * 3
     assert gpu_clock.settle(clock.clocks) == ["mine"] and clock.clocks["mine"].gpu_call_ms(0) == 3.0
+
+
+def test_a_puzzles_timing_can_name_its_calls_a_round(workspace):
+    """benchmarks/grade_stability.py --loop-calls grades with other loops: the puzzle's timing carries their length
+    into the grade's request, whose rounds draw from it (lockstep); a puzzle that names none leaves the harness's."""
+    import dataclasses
+
+    from tutor import actions
+    from tutor.catalog import get_puzzle
+
+    puzzle = get_puzzle("puzzle1")
+    shorter = dataclasses.replace(puzzle, timing=dataclasses.replace(puzzle.timing, loop_calls=(2, 4)))
+    assert actions.check_request(workspace, shorter, ["mine"])["timing"]["loop_calls"] == [2, 4]
+    assert "loop_calls" not in actions.check_request(workspace, puzzle, ["mine"])["timing"]

@@ -90,6 +90,8 @@ class Timing:
     rounds: int = 30
     profile_iterations: int = 5
     timeout_s: float = 600.0  # a hang is killed after this
+    # Calls in a round's loop, drawn between the two each round; empty: the harness's (lockstep.LOOP_CALLS).
+    loop_calls: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
