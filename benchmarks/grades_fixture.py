@@ -23,10 +23,13 @@ import json
 import sys
 from pathlib import Path
 
+from graders import puzzle3
+from tutor.grading import kernel_evidence
+
 VERDICT_CRITERIA = {"correctness", "diagnosis", "performance"}
 # What the learner's answer and own profiles must show (puzzle3's autotune report, a kernel explained with Nsight
 # Compute): a solution graded without them (grade_cheats.py --solutions) fails them, which says nothing of its code.
-ANSWER_CRITERIA = {"autotune report", "kernel evidence"}
+ANSWER_CRITERIA = {puzzle3.NAME, kernel_evidence.NAME}
 SERVING_FIGURES = ("tokens_per_s", "latency_p99_s")  # what a serving tier reads of each replay
 WARM_IMPORT_S = 0.5  # torch's import: 1.4-1.9 s in a cold grade on the H100, 0.01-0.02 s forked from a warm harness
 

@@ -18,6 +18,7 @@ from graders import puzzle1
 from tutor.catalog import Puzzle
 from tutor.grading.verdict import Criterion
 
+NAME = "autotune report"  # the criterion's name, as verdicts and benchmarks/grades_fixture.py know it
 REPORTED = {"block_size_m": "BLOCK_SIZE_M", "block_size_n": "BLOCK_SIZE_N", "block_size_k": "BLOCK_SIZE_K"}
 
 
@@ -25,15 +26,14 @@ def criteria(puzzle: Puzzle, result: dict, answer_path=None, profiles=None) -> l
     try:
         answer = tomllib.loads(answer_path.read_text()) if answer_path else {}
     except (OSError, tomllib.TOMLDecodeError) as e:
-        unreadable = Criterion("autotune report", False, f"answer.toml could not be read: {e}", [])
+        unreadable = Criterion(NAME, False, f"answer.toml could not be read: {e}", [])
         return [*puzzle1.criteria(puzzle, result, answer_path), unreadable]
     return [*puzzle1.criteria(puzzle, result, answer_path), autotune_report(result.get("facts"), answer.get("autotune", {}))]
 
 
 def autotune_report(facts: dict | None, reported: dict) -> Criterion:
-    name = "autotune report"
     if not facts or not facts.get("config"):
-        return Criterion(name, False, "The run reported no GemLite choice to check against.",
+        return Criterion(NAME, False, "The run reported no GemLite choice to check against.",
                          ["Grade on a CUDA GPU with gemlite installed and the current tutor version."])
     truth = answer_from_facts(facts)["autotune"]
     details, wrong = [], []
@@ -45,8 +45,8 @@ def autotune_report(facts: dict | None, reported: dict) -> Criterion:
             wrong.append(key)
     details.append(f"config key GemLite looked up: {facts.get('config_key')}")
     if not wrong:
-        return Criterion(name, True, "Your account of GemLite's choice matches its cache.", details)
-    return Criterion(name, False, f"{len(wrong)} of {len(truth)} [autotune] entries differ from what GemLite ran.",
+        return Criterion(NAME, True, "Your account of GemLite's choice matches its cache.", details)
+    return Criterion(NAME, False, f"{len(wrong)} of {len(truth)} [autotune] entries differ from what GemLite ran.",
                      details)
 
 
