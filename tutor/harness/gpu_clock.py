@@ -69,7 +69,11 @@ class WorkloadClock:
     loop_ms: list[float] = field(default_factory=list)  # the call clock: per call, a loop's mean
     floor_ms: float = 0.0  # what the ruler's calls of the same grade read after their end events (settle)
     charge_ms: float = 0.0  # added to every call: the median of `after_ms` beyond `floor_ms` (settle)
-    charged: bool = False  # that charge is past ESCAPE_MIN_MS: the verdict names it
+
+    @property
+    def charged(self) -> bool:
+        """The charge is past ESCAPE_MIN_MS: the verdict names it."""
+        return self.charge_ms > ESCAPE_MIN_MS
 
     def gpu_call_ms(self, i: int) -> float:
         """The GPU's time for call i: what the events saw, and what ran after them beyond the floor."""
@@ -92,16 +96,11 @@ def after_floor_ms(clocks: dict[str, WorkloadClock]) -> float:
 def settle(clocks: dict[str, WorkloadClock], floor_ms: float = 0.0) -> list[str]:
     """Charge each workload the device time after its end events beyond `floor_ms` (after_floor_ms), a median a
     call; return the names of those charged past ESCAPE_MIN_MS."""
-    charged = []
-    for name, clock in clocks.items():
-        if not clock.after_ms:
-            continue
-        clock.floor_ms = floor_ms
-        clock.charge_ms = max(0.0, statistics.median(clock.after_ms) - floor_ms)
-        clock.charged = clock.charge_ms > ESCAPE_MIN_MS
-        if clock.charged:
-            charged.append(name)
-    return charged
+    for clock in clocks.values():
+        if clock.after_ms:
+            clock.floor_ms = floor_ms
+            clock.charge_ms = max(0.0, statistics.median(clock.after_ms) - floor_ms)
+    return [name for name, clock in clocks.items() if clock.charged]
 
 
 class GpuClock:
