@@ -214,6 +214,9 @@ FOUR_GPU_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle1_2_3_9_10_
 # also holds puzzle21's owed works_ahead).
 H100_OWED_CHEATS = [Path(__file__).parent / "fixtures" / name for name in
                     ("cheats_puzzle1_2_3_11_2026-11-27.json", "cheats_puzzle2_3_11_21_2026-11-28.json")]
+# puzzle10, 15 and 17's cheats once more on one H100 once missed work was charged beyond the ruler's floor
+# (tutor.harness.gpu_clock.after_floor_ms, issue 76): the tails past the clock still counted in full.
+FLOOR_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle10_15_17_2026-12-08.json"
 # Graded fewer than three times on the two cards together so far (a call's time limit came first): still owed.
 CHEATS_OWED: set[tuple[str, str]] = set()
 CLASS_WORDS = {"cheats/reads_which_call_is_checked": "timed calls checked",
@@ -223,13 +226,18 @@ CLASS_WORDS = {"cheats/reads_which_call_is_checked": "timed calls checked",
 def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
     """puzzle1-3, 9, 10, 11, 15 and 17's cheats graded up to three times each, each grade on one H200 of a 4-GPU host
     (FOUR_GPU_CHEATS, `benchmarks/grade_cheats.py --gpus 4`) or, for some of the grades that host's time limits left
-    owed, on one H100 (H100_OWED_CHEATS, `benchmarks/grade_cheats.py`): a call that blanks the calls it takes for
+    owed, on one H100 (H100_OWED_CHEATS, `benchmarks/grade_cheats.py`), and puzzle10, 15 and 17's once more on one
+    H100 after the charge for missed work moved beyond the ruler's floor (FLOOR_CHEATS): a call that blanks the calls it takes for
     unchecked is refused at correctness, as is an output returned as a strided view; a tail left running on a side
     stream is charged in full, so it reads no faster than the baseline, and its output was not ready when the caller
     read it; the baseline's work run ahead on every input found alive found nothing ahead and reads no faster."""
     recorded = json.loads(FOUR_GPU_CHEATS.read_text())
     recorded["grades"] += [g for path in H100_OWED_CHEATS for g in json.loads(path.read_text())["grades"]
                            if g["puzzle"] != "puzzle21"]
+    floor = json.loads(FLOOR_CHEATS.read_text())
+    assert "H100" in floor["card"]
+    floor_grades = floor["grades"]
+    recorded["grades"] += floor_grades
     graded_three_times_but(recorded["grades"], {"puzzle1", "puzzle2", "puzzle3", "puzzle9", "puzzle10", "puzzle11",
                                                 "puzzle15", "puzzle17"}, CHEATS_OWED)
     for grade in recorded["grades"]:
@@ -242,6 +250,7 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
             assert grade["speedups"]["baseline"] < bronze, grade
         if grade["which"] == "cheats/runs_a_tail_past_the_clock":
             assert "correctness: Output differs" in refused and "not joined back" in refused, refused
+            assert "counted in full" in refused or grade not in floor_grades, refused
 
 
 TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle8_14_18_2026-11-27.json"
