@@ -12,7 +12,8 @@ Each round, on fresh seeds, in a fresh random order of (workload, clock), 6 call
   from an idle GPU, until the device drains (the call clock graded since: tutor.harness.gpu_clock; in "windows
   out", work a call left on another stream would run free in the next window);
 - held each: each input made in the loop, then the call timed as the GPU clock times one (tutor.harness.gpu_clock:
-  the GPU held while the host enqueues it, events around it, what ran past its end event added) and charged the
+  the GPU held while the host enqueues it, events around it, what ran past its end event beyond a sync's own cost
+  added) and charged the
   longer of that GPU time and the host's time in the call: a loop whose host and GPU overlap perfectly.
 Every clock flushes L2 before its first call, keeps each output as a grade does (tutor.harness.call_checks) and
 checks the harness's dispatch table for the input's operators before each input, as a grade must once learner
@@ -36,7 +37,7 @@ from tutor.catalog import get_puzzle
 from tutor.harness.call_checks import Kept
 from tutor.harness.checks import own_copy
 from tutor.harness.dispatch_table import DispatchTable, entered
-from tutor.harness.gpu_clock import ESCAPE_MIN_MS, GpuClock
+from tutor.harness.gpu_clock import GpuClock
 from tutor.harness.loading import load_module
 
 CALLS = 6
@@ -73,6 +74,7 @@ class Bench:
         from tutor.harness.hold import GpuHold
         self.clock = GpuClock(GpuHold())
         self.drain_ms = statistics.median(self._drain() for _ in range(31))
+        self.after_ms: dict[str, list[float]] = {}  # what each workload's held calls read after their end events
         warm = getattr(self.spec, "warmup_inputs", None)
         for name, (forward, state) in self.workloads.items():
             for x in (warm(7, "cuda") if warm else []) * 2 + [self.make(900 + i) for i in range(5)]:
@@ -152,14 +154,20 @@ class Bench:
         if name not in self.clock.clocks:  # held or idle, and the hold's length, as a grade decides them
             probes = [self.make(s) for s in range(800, 807)]  # made first: the probes time the call's enqueue alone
             self.clock.calibrate(name, [lambda x=x: forward(state, x) for x in probes])
-        clock, kept, total = self.clock.clocks[name], [], 0.0
+        clock, kept, calls = self.clock.clocks[name], [], []
         self.flush.zero_()
         for seed in seeds:
             x = self.make(seed)
             out, gpu_ms, host_ms, after_ms = self.clock._run(lambda: forward(state, x), clock.held, clock.hold_ms)
             kept.append(Kept(out))
-            total += max(gpu_ms + (after_ms if after_ms > ESCAPE_MIN_MS else 0.0), host_ms)
-        return total / len(seeds)
+            calls.append((gpu_ms, host_ms))
+            self.after_ms.setdefault(name, []).append(after_ms)
+        # As a grade settles its GPU clock (tutor.harness.gpu_clock.settle): each call charged the median of what its
+        # workload's calls read after their end events, beyond a floor; here every workload is trusted, so the floor
+        # is the median over all of theirs so far, where a grade reads the ruler's.
+        floor = statistics.median(ms for afters in self.after_ms.values() for ms in afters)
+        charge = max(0.0, statistics.median(self.after_ms[name]) - floor)
+        return sum(max(gpu_ms + charge, host_ms) for gpu_ms, host_ms in calls) / len(seeds)
 
 
 def expected_tier(puzzle, name: str) -> str:
