@@ -3,8 +3,9 @@
 # logged beside them (to line up with each grade's start time). Logs go to $OUT.
 #   bash benchmarks/device_grading.sh stability:puzzle1:8:60,240 baseline:puzzle1:2 latency:puzzle2:2 ...
 #   (stability:PUZZLE:RUNS[:ROUNDS,...] grades the reference, baseline:PUZZLE:RUNS the untouched
-#   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, loops:PUZZLE:RUNS:2-4,4-8 the reference
-#   with the grades alternating between those calls a round (grade_stability.py --loop-calls), latency:PUZZLE:RUNS times the
+#   baseline, alt:PUZZLE:RUNS:NAME the alternative alternatives/NAME, loops:PUZZLE:RUNS:2-4,4-8[:NAME] the reference
+#   (or alternatives/NAME) with the grades alternating between those calls a round (grade_stability.py
+#   --loop-calls), latency:PUZZLE:RUNS times the
 #   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness, watch:PUZZLE:RUNS that and
 #   each quick check again as a watch session's, its ruler kept), hold:PUZZLE:W1,W2 runs
 #   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, solutions:P1,P2...:RUNS
@@ -30,7 +31,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
 (while true; do echo "$(date +%s.%N) $(cut -d' ' -f1-3 /proc/loadavg) $(awk '/MHz/{s+=$4;n++}END{printf "%.0f", s/n}' /proc/cpuinfo)"; sleep 1; done) > "$OUT/host.log" &
 timeout() { command timeout $((left + 60)) "$@"; }  # a step stopped a minute past STOP_AFTER (its `left`)
 for step in "$@"; do
-  IFS=: read -r kind p runs rounds <<< "$step"
+  IFS=: read -r kind p runs rounds name <<< "$step"
   left=$((STOP_AFTER - (SECONDS - START)))
   if ((left <= 0)); then echo "=== $step not started: STOP_AFTER=$STOP_AFTER s have passed"; continue; fi
   echo "=== $step ($(date +%T), $((SECONDS - START)) s in)"
@@ -40,7 +41,8 @@ for step in "$@"; do
     baseline) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which baseline \
                 --json "$(out "${p}_baseline")" 2>&1 | grep -v "^▸" ;;
     loops) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --loop-calls "$rounds" \
-             --json "$(out "${p}_loops")" 2>&1 | grep -v "^▸" ;;
+             ${name:+--which "alternatives/$name"} --json "$(out "${p}_${name:+alternatives_${name}_}loops")" 2>&1 \
+             | grep -v "^▸" ;;
     alt) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which "alternatives/$rounds" \
            --json "$(out "${p}_alternatives_${rounds}")" 2>&1 | grep -v "^▸" ;;
     hold) timeout python3 benchmarks/hold_effect.py "$p" ${runs//,/ } --json 2>&1 | tee -a "$OUT/hold_effect.jsonl" ;;

@@ -412,8 +412,6 @@ EVERY_CALL_CHECKED_SINCE = "2026-11-27"
 REGRADE_FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("regrades_*.json"))
 # Shipped styles with no such grade yet, owed to the GPU: this set only shrinks.
 REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
-    "puzzle12": ["reference", "triton_tiles", "library_transpose"],
-    "puzzle17": ["reference", "group_in_registers", "library_matmul"],
     "puzzle18": ["reference", "small_static_batches", "larger_static_batches", "continuous_full_slots"],
 }.items() for which in (s if s == "reference" else f"alternatives/{s}" for s in styles)}
 
@@ -453,16 +451,12 @@ def per_call_tier(row: dict) -> str:
 # Shipped styles with no grade on that clock yet, owed to a Hopper card (the two-GPU puzzles' to a two-GPU host):
 # issue 76's done-when asks every one re-graded. This set only shrinks.
 PER_CALL_REGRADES_OWED = {(puzzle, which) for puzzle, styles in {
-    "puzzle12": ["reference", "triton_tiles", "library_transpose"],
     "puzzle13": ["reference", "coalesced", "buckets"],  # two GPUs
-    "puzzle14": ["reference", "lanes_share_a_candidate", "triton_sorted", "sorts_a_copy"],
     "puzzle16": ["reference", "broadcast_both_ways", "batched_p2p"],  # two GPUs
-    "puzzle17": ["reference", "group_in_registers", "library_matmul"],
     "puzzle18": ["reference", "small_static_batches", "larger_static_batches", "continuous_full_slots"],
     "puzzle19": ["reference", "graphed_step", "two_chunks"],  # two GPUs
     "puzzle20": ["reference", "registers_only", "triton_rows", "library_rms_norm"],
-    "puzzle21": ["reference", "atomic_splits", "library_matmul"],
-    "puzzle22": ["reference", "padded_buckets", "triton_rows"],
+    "puzzle22": ["triton_rows"],
     "puzzle25": ["reference", "two_halves", "posted_receives", "tensor_parallel"],  # two GPUs
     "puzzle26": ["reference", "snake_by_bias", "tensor_parallel"],  # two GPUs
 }.items() for which in (s if s == "reference" else f"alternatives/{s}" for s in styles)}
