@@ -59,7 +59,7 @@ def newest_grade_result(ws) -> dict:
 def grade_record(puzzle, stages: dict, v, raw: dict) -> dict:
     """One grade as these benchmarks keep it (benchmarks/grades_fixture.py makes fixture rows of it): `v` the verdict,
     `raw` the harness's result it was read from (newest_grade_result), `stages` its seconds by stage."""
-    return {"rounds": puzzle.timing.rounds, "loop_calls": "-".join(map(str, puzzle.timing.loop_calls)),
+    return {"rounds": puzzle.timing.rounds, "loop_calls": "-".join(map(str, puzzle.loop_calls)),
             "passed": v.passed,
             "tier": v.tier, "wall_s": stages["total"], "stages": stages, "timings_ms": v.timings_ms,
             "speedups": {"call": v.speedups, "gpu": v.gpu_speedups}, "criteria": {c.name: c.passed for c in v.criteria},

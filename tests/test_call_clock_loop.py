@@ -119,3 +119,23 @@ def test_a_puzzles_timing_can_name_its_calls_a_round(workspace):
     shorter = dataclasses.replace(puzzle, timing=dataclasses.replace(puzzle.timing, loop_calls=(2, 4)))
     assert actions.check_request(workspace, shorter, ["mine"])["timing"]["loop_calls"] == [2, 4]
     assert "loop_calls" not in actions.check_request(workspace, puzzle, ["mine"])["timing"]
+
+
+def test_where_no_tier_reads_the_call_clock_a_grades_loops_are_shorter(workspace):
+    """A puzzle whose every tier reads the GPU clock (puzzle12) is graded with a quick check's loops: its call clock
+    only keeps the learner's calls near the comparator's. One tier on the call clock (puzzle3's bronze), or a CPU
+    puzzle, keeps the harness's; a puzzle that names its own keeps those."""
+    import dataclasses
+
+    from tutor import actions
+    from tutor.catalog import SHORT_GPU_LOOP_CALLS, get_puzzle
+    from tutor.quick_check import QUICK_LOOP_CALLS
+
+    gpu_only = get_puzzle("puzzle12")
+    assert {t.clock for t in gpu_only.tiers} == {"gpu"}
+    assert actions.check_request(workspace, gpu_only, ["mine"])["timing"]["loop_calls"] == list(SHORT_GPU_LOOP_CALLS)
+    assert SHORT_GPU_LOOP_CALLS == QUICK_LOOP_CALLS["cuda"]
+    for puzzle_id in ("puzzle3", "puzzle0"):
+        assert "loop_calls" not in actions.check_request(workspace, get_puzzle(puzzle_id), ["mine"])["timing"]
+    named = dataclasses.replace(gpu_only, timing=dataclasses.replace(gpu_only.timing, loop_calls=(4, 8)))
+    assert actions.check_request(workspace, named, ["mine"])["timing"]["loop_calls"] == [4, 8]

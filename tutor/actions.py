@@ -80,7 +80,7 @@ def _base_request(ws: Workspace, puzzle: Puzzle, mode: str, prepare: list[str]) 
         "workloads": _workload_paths(ws, puzzle),
         "prepare": prepare,
         "timing": {"warmup": puzzle.timing.warmup, "rounds": puzzle.timing.rounds,
-                   **({"loop_calls": list(puzzle.timing.loop_calls)} if puzzle.timing.loop_calls else {})},
+                   **({"loop_calls": list(puzzle.loop_calls)} if puzzle.loop_calls else {})},
         # torch.compile's and triton's caches, kept between runs: the comparators' and the learner's.
         "caches": {"ruler": str(ws.compile_cache("ruler")), "candidate": str(ws.compile_cache("candidate"))},
         # What learner code may not open while it runs (the harness refuses, and the grade fails).

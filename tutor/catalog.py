@@ -84,6 +84,11 @@ class Correctness:
     judged: bool = False
 
 
+# Calls in a round's loop on a GPU where fewer will do (a grade's: 4-8, tutor.harness.lockstep.LOOP_CALLS): a quick
+# check's, and a grade's where no tier reads the call clock (Puzzle.loop_calls).
+SHORT_GPU_LOOP_CALLS = (2, 4)
+
+
 @dataclass(frozen=True)
 class Timing:
     warmup: int = 5
@@ -197,6 +202,18 @@ class Puzzle:
     def floor_checked(self) -> bool:
         """A GPU puzzle's calls are held to the physical floor (tutor.grading.floor)."""
         return self.hardware.device == "cuda" and not self.serving
+
+    @property
+    def loop_calls(self) -> tuple[int, ...]:
+        """Calls in each round's loop of the call clock, drawn between the two: the puzzle's own where it names them;
+        on a GPU where every tier reads the GPU clock, SHORT_GPU_LOOP_CALLS, since the call clock then only keeps the
+        learner's calls near the comparator's (a median, tutor.grading.performance.HOST_GUARD) and every call is
+        checked however many a round makes; else none, the harness's (tutor.harness.lockstep.LOOP_CALLS)."""
+        if self.timing.loop_calls:
+            return self.timing.loop_calls
+        if self.hardware.device == "cuda" and self.tiers and all(t.clock == "gpu" for t in self.tiers):
+            return SHORT_GPU_LOOP_CALLS
+        return ()
 
     @property
     def no_quick_check(self) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tutor.actions import EventHandler, Register, check_workload_file, new_run_dir, check_request
-from tutor.catalog import Puzzle
+from tutor.catalog import SHORT_GPU_LOOP_CALLS, Puzzle
 from tutor.errors import TutorError
 from tutor.grading.answer import AnswerError, answer_problem
 from tutor.grading.fair_play import check_fair_play
@@ -32,9 +32,9 @@ MIN_ROUNDS = 10  # fewer and the 95% interval of the median is the whole range o
 # timing once this is spent, after BUDGET_ROUNDS; the interval it reports is then wider, and says so.
 TIMING_BUDGET_S = 0.4
 BUDGET_ROUNDS = 4
-# Calls in a round's back-to-back loop on a GPU (a grade's: 4-8, tutor.harness.lockstep.LOOP_CALLS): half as many,
-# so a check of a slow call (the capstone's, about 1.3 s a round at a grade's length) answers within 10 s.
-QUICK_LOOP_CALLS = {"cuda": (2, 4)}
+# Calls in a round's loop on a GPU (a grade's: 4-8, tutor.harness.lockstep.LOOP_CALLS): half as many, so a check of
+# a slow call (the capstone's, about 1.3 s a round at a grade's length) answers within 10 s.
+QUICK_LOOP_CALLS = {"cuda": SHORT_GPU_LOOP_CALLS}
 
 
 @dataclass
