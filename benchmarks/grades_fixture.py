@@ -3,7 +3,7 @@ measure_draft.py writes them) reduced to what tests/test_grading_rules.py reads 
 
     python benchmarks/grades_fixture.py PUZZLE CALL FILE... > tests/fixtures/grades_PUZZLE_DATE.json
       (FILE: grade_stability.py's JSON, or grade_cheats.py --solutions's, whose rows name their puzzle)
-    python benchmarks/grades_fixture.py PUZZLE --table FILE...   # MEASUREMENTS.md's table rows instead
+    python benchmarks/grades_fixture.py PUZZLE --table FILE...   # MEASUREMENTS.md's table rows instead (either FILE)
     python benchmarks/grades_fixture.py PUZZLE --busy CALL FILE...  # a serving grade's NVML figures, each grade
 
 CALL names the device call the grades came from (MEASUREMENTS.md says which). A file's name says which
@@ -53,12 +53,22 @@ def rounded(speedups: dict) -> dict:
             for clock, by_vs in speedups.items()}
 
 
-def rows(puzzle: str, call: str, path: Path) -> list[dict]:
+def graded_by_workload(puzzle: str, path: Path) -> dict[str, list[dict]]:
+    """A file's grades of `puzzle`, by workload: grade_stability.py's (the file's name says which) or grade_cheats.py
+    --solutions's (many solutions a file, each row naming its own, its grade whole under "grade")."""
     graded = json.loads(path.read_text())
-    if graded and "puzzle" in graded[0]:  # grade_cheats.py --solutions: many solutions a file, each row its own
-        return [row for r in graded if r["puzzle"] == puzzle and "grade" in r
-                for row in grade_rows(puzzle, r["which"], call, [{**r["grade"], "run": r["run"]}])]
-    return grade_rows(puzzle, which_of(path, puzzle), call, graded)
+    if not (graded and "puzzle" in graded[0]):
+        return {which_of(path, puzzle): graded}
+    found: dict[str, list[dict]] = {}
+    for r in graded:
+        if r["puzzle"] == puzzle and "grade" in r:
+            found.setdefault(r["which"], []).append({**r["grade"], "run": r["run"]})
+    return found
+
+
+def rows(puzzle: str, call: str, path: Path) -> list[dict]:
+    return [row for which, grades in graded_by_workload(puzzle, path).items()
+            for row in grade_rows(puzzle, which, call, grades)]
 
 
 def grade_rows(puzzle: str, which: str, call: str, grades: list[dict]) -> list[dict]:
@@ -94,13 +104,12 @@ def comparators(puzzle: str) -> list:
     return list({t.vs: t.clock for t in get_puzzle(puzzle, drafts=True).tiers}.items())
 
 
-def table_row(puzzle: str, *paths: Path) -> str:
-    """One workload's row over the grades of every file given (device_grading.sh writes one a step)."""
-    grades = [g for path in paths for g in json.loads(path.read_text())]
+def table_row(puzzle: str, which: str, grades: list[dict]) -> str:
+    """One workload's row over its grades in every file given (device_grading.sh writes one a step)."""
     if any(g.get("serving_pairs") for g in grades):
-        return serving_row(puzzle, paths[0], grades)
+        return serving_row(which, grades)
     against = comparators(puzzle)
-    cells = ["", which_of(paths[0], puzzle), str(len(grades))]
+    cells = ["", which, str(len(grades))]
     cells += [span([g["timings_ms"][vs] for g in grades], "{:.2f}") for vs, _ in against]
     cells.append(span([g["timings_ms"]["mine"] for g in grades], "{:.2f}"))
     for vs, clock in against:
@@ -109,14 +118,14 @@ def table_row(puzzle: str, *paths: Path) -> str:
     return " | ".join([*cells, ", ".join(sorted({g["tier"] or "none" for g in grades})), ""]).strip()
 
 
-def serving_row(puzzle: str, path: Path, grades: list[dict]) -> str:
+def serving_row(which: str, grades: list[dict]) -> str:
     """A serving grade's row: tokens a second of each side over its replays, the throughput speed-up and the
     p99 latency ratio's upper bound (tutor.grading.serving), the tiers read then."""
     from tutor.grading.serving import serving_estimates
 
     pairs = [pair for g in grades for pair in g["serving_pairs"]]
     estimates = [serving_estimates([tuple(pair) for pair in g["serving_pairs"]]) for g in grades]
-    return " | ".join(["", which_of(path, puzzle), str(len(grades)),
+    return " | ".join(["", which, str(len(grades)),
                        span([b["tokens_per_s"] for b, _ in pairs], "{:.0f}"),
                        span([m["tokens_per_s"] for _, m in pairs], "{:.0f}"),
                        span([e["throughput"].median for e in estimates], "{:.2f}") + "x",
@@ -140,14 +149,15 @@ SERVING_COLUMNS = ("workload", "grades", "baseline tokens/s", "its tokens/s", "t
 
 def main(puzzle: str, call: str, paths: list[str]) -> None:
     if call == "--table":
-        serving = any(json.loads(Path(p).read_text())[0].get("serving_pairs") for p in paths)
+        by_workload: dict[str, list[dict]] = {}
+        for p in map(Path, paths):
+            for which, grades in graded_by_workload(puzzle, p).items():
+                by_workload.setdefault(which, []).extend(grades)
+        serving = any(g.get("serving_pairs") for grades in by_workload.values() for g in grades)
         header = SERVING_COLUMNS if serving else columns(puzzle)
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
-        by_workload: dict[str, list[Path]] = {}
-        for p in map(Path, paths):
-            by_workload.setdefault(which_of(p, puzzle), []).append(p)
-        print("\n".join(table_row(puzzle, *files) for files in by_workload.values()))
+        print("\n".join(table_row(puzzle, which, grades) for which, grades in by_workload.items()))
         return
     if call == "--busy":
         call, paths = paths[0], paths[1:]

@@ -370,7 +370,8 @@ def test_the_fixture_writers_table_shows_every_comparator_the_tiers_use(tmp_path
     (tmp_path / "puzzle3_reference.json").write_text(json.dumps([grade]))
     assert writer.columns("puzzle3")[2:-1] == ["baseline ms", "gemlite_graph ms", "its ms", "vs baseline (median)",
                                                "lower bound", "vs gemlite_graph (median)", "lower bound"]
-    assert writer.table_row("puzzle3", tmp_path / "puzzle3_reference.json") == (
+    [(which, grades)] = writer.graded_by_workload("puzzle3", tmp_path / "puzzle3_reference.json").items()
+    assert writer.table_row("puzzle3", which, grades) == (
         "| reference | 1 | 357.80-357.80 | 72.90-72.90 | 40.50-40.50 | 8.80-8.80x | 6.80-6.80 | 1.80-1.80x | 1.78-1.78"
         " | gold |")
     for one in ("puzzle0", "puzzle27"):
@@ -400,6 +401,15 @@ def test_the_fixture_writer_puts_a_workloads_files_together(tmp_path, capsys):
     assert [(r["which"], r["run"], r["speedups"]["call"]["baseline"]["low"]) for r in found] == [
         ("alternatives/tensor_parallel", 1, 1.27), ("alternatives/tensor_parallel", 2, 1.26),
         ("alternatives/tensor_parallel", 3, 1.28)]
+    # benchmarks/grade_cheats.py --solutions writes many workloads (and puzzles) to one file, each row its grade whole:
+    # a row each, the other puzzle's rows left out.
+    mixed = tmp_path / "solutions_puzzle26_puzzle3.json"
+    mixed.write_text(json.dumps([{"puzzle": p, "which": w, "run": 1, "grade": grade}
+                                 for p, w in (("puzzle26", "reference"), ("puzzle26", "alternatives/snake_by_bias"),
+                                              ("puzzle3", "reference"))]))
+    writer.main("puzzle26", "--table", [str(mixed)])
+    assert [r.split(" | ")[:2] for r in capsys.readouterr().out.splitlines()[2:]] == [
+        ["| reference", "1"], ["| alternatives/snake_by_bias", "1"]]
 
 
 # Issue 37's harness (every timed call checked, each call's input made only once the call before it returned) graded
