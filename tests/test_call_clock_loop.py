@@ -107,35 +107,27 @@ def test_the_gpu_clock_charges_what_the_device_still_ran_before_its_call(monkeyp
     assert gpu_clock.settle(clock.clocks) == ["mine"] and clock.clocks["mine"].gpu_call_ms(0) == 3.0
 
 
-def test_a_puzzles_timing_can_name_its_calls_a_round(workspace):
+def test_a_grades_calls_a_round_are_the_puzzles_or_shorter_where_no_tier_reads_the_call_clock(workspace):
     """benchmarks/grade_stability.py --loop-calls grades with other loops: the puzzle's timing carries their length
-    into the grade's request, whose rounds draw from it (lockstep); a puzzle that names none leaves the harness's."""
-    import dataclasses
-
-    from tutor import actions
-    from tutor.catalog import get_puzzle
-
-    puzzle = get_puzzle("puzzle1")
-    shorter = dataclasses.replace(puzzle, timing=dataclasses.replace(puzzle.timing, loop_calls=(2, 4)))
-    assert actions.check_request(workspace, shorter, ["mine"])["timing"]["loop_calls"] == [2, 4]
-    assert "loop_calls" not in actions.check_request(workspace, puzzle, ["mine"])["timing"]
-
-
-def test_where_no_tier_reads_the_call_clock_a_grades_loops_are_shorter(workspace):
-    """A puzzle whose every tier reads the GPU clock (puzzle12) is graded with a quick check's loops: its call clock
-    only keeps the learner's calls near the comparator's. One tier on the call clock (puzzle3's bronze), or a CPU
-    puzzle, keeps the harness's; a puzzle that names its own keeps those."""
+    into the grade's request, whose rounds draw from it (lockstep). A puzzle that names none leaves the harness's
+    where a tier reads the call clock (puzzle1, puzzle3's bronze) or on a CPU (puzzle0); one whose every tier reads the
+    GPU clock (puzzle12) gets a quick check's loops, its call clock only keeping the learner's calls near the
+    comparator's."""
     import dataclasses
 
     from tutor import actions
     from tutor.catalog import SHORT_GPU_LOOP_CALLS, get_puzzle
     from tutor.quick_check import QUICK_LOOP_CALLS
 
+    def loop_calls(puzzle, named=()):
+        if named:
+            puzzle = dataclasses.replace(puzzle, timing=dataclasses.replace(puzzle.timing, loop_calls=named))
+        return actions.check_request(workspace, puzzle, ["mine"])["timing"].get("loop_calls")
+
     gpu_only = get_puzzle("puzzle12")
-    assert {t.clock for t in gpu_only.tiers} == {"gpu"}
-    assert actions.check_request(workspace, gpu_only, ["mine"])["timing"]["loop_calls"] == list(SHORT_GPU_LOOP_CALLS)
-    assert SHORT_GPU_LOOP_CALLS == QUICK_LOOP_CALLS["cuda"]
-    for puzzle_id in ("puzzle3", "puzzle0"):
-        assert "loop_calls" not in actions.check_request(workspace, get_puzzle(puzzle_id), ["mine"])["timing"]
-    named = dataclasses.replace(gpu_only, timing=dataclasses.replace(gpu_only.timing, loop_calls=(4, 8)))
-    assert actions.check_request(workspace, named, ["mine"])["timing"]["loop_calls"] == [4, 8]
+    assert {t.clock for t in gpu_only.tiers} == {"gpu"} and SHORT_GPU_LOOP_CALLS == QUICK_LOOP_CALLS["cuda"]
+    assert loop_calls(get_puzzle("puzzle1"), named=(2, 4)) == [2, 4]
+    assert loop_calls(gpu_only, named=(4, 8)) == [4, 8]
+    assert loop_calls(gpu_only) == list(SHORT_GPU_LOOP_CALLS)
+    for puzzle_id in ("puzzle1", "puzzle3", "puzzle0"):
+        assert loop_calls(get_puzzle(puzzle_id)) is None, puzzle_id

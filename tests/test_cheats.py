@@ -236,8 +236,7 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
                            if g["puzzle"] != "puzzle21"]
     floor = json.loads(FLOOR_CHEATS.read_text())
     assert "H100" in floor["card"]
-    floor_grades = floor["grades"]
-    recorded["grades"] += floor_grades
+    recorded["grades"] += floor["grades"]
     graded_three_times_but(recorded["grades"], {"puzzle1", "puzzle2", "puzzle3", "puzzle9", "puzzle10", "puzzle11",
                                                 "puzzle15", "puzzle17"}, CHEATS_OWED)
     for grade in recorded["grades"]:
@@ -250,7 +249,7 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
             assert grade["speedups"]["baseline"] < bronze, grade
         if grade["which"] == "cheats/runs_a_tail_past_the_clock":
             assert "correctness: Output differs" in refused and "not joined back" in refused, refused
-            assert "counted in full" in refused or grade not in floor_grades, refused
+            assert "counted in full" in refused, refused
 
 
 TWO_GPU_CHEATS = Path(__file__).parent / "fixtures" / "cheats_puzzle8_14_18_2026-11-27.json"
