@@ -8,7 +8,9 @@
 #   --loop-calls), latency:PUZZLE:RUNS times the
 #   reference's grade by stage (warm:PUZZLE:RUNS the same through a warm harness, watch:PUZZLE:RUNS that and
 #   each quick check again as a watch session's, its ruler kept), hold:PUZZLE:W1,W2 runs
-#   hold_effect.py on those workloads, cheats:PUZZLE:RUNS grades the puzzle's cheats, solutions:P1,P2...:RUNS
+#   hold_effect.py on those workloads, calls:PUZZLE splits a grade's timed calls of the reference into their pieces
+#   on each side (profile_harness.py --calls, kept in $OUT/PUZZLE_calls.txt), cheats:PUZZLE:RUNS grades the
+#   puzzle's cheats, solutions:P1,P2...:RUNS
 #   each listed puzzle's reference and alternatives (one JSON, written after each grade), record:PUZZLE profiles its
 #   baseline as study mode ships it (measure_draft.py --recordings-only, into $OUT/PUZZLE: then
 #   install_recordings.py), gpu-tests:FILE,FILE... runs those files' GPU tests, everything they print kept in
@@ -46,6 +48,7 @@ for step in "$@"; do
     alt) timeout python3 benchmarks/grade_stability.py "$p" --runs "$runs" --which "alternatives/$rounds" \
            --json "$(out "${p}_alternatives_${rounds}")" 2>&1 | grep -v "^▸" ;;
     hold) timeout python3 benchmarks/hold_effect.py "$p" ${runs//,/ } --json 2>&1 | tee -a "$OUT/hold_effect.jsonl" ;;
+    calls) timeout python3 benchmarks/profile_harness.py "$p" --calls 2>&1 | tee "$OUT/${p}_calls.txt" | tail -45 ;;
     latency) timeout python3 benchmarks/grade_latency.py "$p" --runs "$runs" --json "$(out "${p}_latency")" 2>&1 ;;
     cheats) timeout python3 benchmarks/grade_cheats.py "$p" --runs "$runs" --stop-after "$left" \
               --json "$(out "${p}_cheats")" 2>&1 | grep -v "^▸" ;;

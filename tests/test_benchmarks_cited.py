@@ -55,6 +55,22 @@ def test_the_harness_profiler_profiles_each_sides_worker_through_a_whole_grade()
     assert "(loop_call)" in ruler and "dispatch_table.py" not in ruler, ruler[-3000:]
 
 
+def test_the_call_split_times_each_piece_of_a_timed_call_on_both_sides():
+    """`profile_harness.py PUZZLE --calls` (device_grading.sh's calls: step, for what a call's cost is made of): on
+    puzzle0, on this CPU, the grade runs whole with its timers in both workers and the coordinator (none of them in
+    the harness's watched work, which would refuse it), and every piece of a loop call is reported for each side."""
+    done = subprocess.run([sys.executable, "benchmarks/profile_harness.py", "puzzle0", "--calls"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = {(words[0], " ".join(words[1:-3])): int(words[-3]) for words in map(str.split, done.stdout.splitlines())
+              if len(words) > 4 and words[0] in ("ruler", "candidate", "coordinator")}
+    for side in ("ruler", "candidate"):
+        for piece in ("making its input", "forward()", "keeping its output", "waits (input made, device drained)"):
+            assert counts[side, f"loop call: {piece}"] >= 15 * 3, (side, piece)  # 3-5 calls a round, 15 rounds
+    assert counts["coordinator", "a round's checks"] == counts["coordinator", "a round of candidate's"] >= 15
+    assert "the timed rounds:" in done.stdout and "tampered" not in done.stdout + done.stderr
+
+
 def test_a_solutions_grade_becomes_a_fixture_row_with_its_intervals(tmp_path):
     """`grade_cheats.py --solutions` (the device calls' re-grades, each puzzle's styles in one file) keeps each grade
     whole, so `grades_fixture.py` makes the rows tests/test_grading_rules.py re-reads under today's bars: run for
