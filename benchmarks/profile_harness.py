@@ -17,6 +17,8 @@ pieces of the timed rounds, installed here before the sides fork (`CallTimers`),
 piece by piece: each ask's round trip as the coordinator saw it, its handling in the worker and the pipe between; in
 a call of the call clock's loop, the input's making (the check of the harness's operators and the watch of that work
 included), the workload's call, the keeping of its output, and the waits for the input and for the device's drain;
+each check of the harness's operators and fair play's checks after a round; each side's start, piece by piece (what
+the candidate's does beyond the ruler's: its dry runs of the harness's work, the tables read from them, the watch);
 and the coordinator's own work a round (a workload's round, the round's checks, thawing and freezing the learner's
 side). The harness's watch runs as in a grade.
 """
@@ -87,6 +89,16 @@ class CallTimers:
         self._wrap(worker, "answer", lambda w, message: (_role(w), f"ask {message['op']}: handled"))
         self._wrap(worker.Worker, "forward", lambda w, *_: (_role(w), "forward()"), keep_last=True)
         self._wrap(worker.Worker, "_verify", lambda w: (_role(w), "fair play's checks after a round (_verify)"))
+        self._wrap(worker.Worker, "_own_operators", lambda w, _: (_role(w), "a check of the harness's operators"))
+        # A side's start (its first ask builds the worker): what the candidate's start does beyond the ruler's.
+        self._wrap(worker.Worker, "__init__", lambda w, request, names, candidate: (
+            "candidate" if candidate else "ruler", "start: the worker, whole"))
+        for name, piece in (("setup", "the device (its CUDA context, the clocks)"), ("Guard", "fair play's guard"),
+                            ("entered", "a dry run of the harness's work (a function mode)"),
+                            ("dispatched", "a dry run under torch's profiler"),
+                            ("DispatchTable", "reading the operators' kernels"),
+                            ("ForeignCode", "the watch of the harness's work")):
+            self._wrap(worker, name, lambda *_, piece=piece, **__: (None, f"start: {piece}"))
         self._time_call_pieces()
         finish, timers = worker.Worker.finish, self
 
@@ -102,7 +114,9 @@ class CallTimers:
 
         def timed(*args, **kwargs):
             side_piece, start = key(*args, **kwargs), _ns()  # before the call: answer() pops its message's op
-            if side_piece[0] != "coordinator":
+            if side_piece[0] is None:  # the worker's side, from its worker's call before
+                side_piece = (self._side, side_piece[1])
+            elif side_piece[0] != "coordinator":
                 self._side = side_piece[0]
             try:
                 return inner(*args, **kwargs)

@@ -58,7 +58,8 @@ def test_the_harness_profiler_profiles_each_sides_worker_through_a_whole_grade()
 def test_the_call_split_times_each_piece_of_a_timed_call_on_both_sides():
     """`profile_harness.py PUZZLE --calls` (device_grading.sh's calls: step, for what a call's cost is made of): on
     puzzle0, on this CPU, the grade runs whole with its timers in both workers and the coordinator (none of them in
-    the harness's watched work, which would refuse it), and every piece of a loop call is reported for each side."""
+    the harness's watched work, which would refuse it), every piece of a loop call is reported for each side, and
+    the candidate's start and checks, which the ruler's side has none of."""
     done = subprocess.run([sys.executable, "benchmarks/profile_harness.py", "puzzle0", "--calls"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -68,6 +69,10 @@ def test_the_call_split_times_each_piece_of_a_timed_call_on_both_sides():
         for piece in ("making its input", "forward()", "keeping its output", "waits (input made, device drained)"):
             assert counts[side, f"loop call: {piece}"] >= 15 * 3, (side, piece)  # 3-5 calls a round, 15 rounds
     assert counts["coordinator", "a round's checks"] == counts["coordinator", "a round of candidate's"] >= 15
+    # The candidate's start reads the harness's operators from dry runs of its work; the ruler's reads none.
+    assert counts["candidate", "start: a dry run under torch's profiler"] >= 2
+    assert ("ruler", "start: a dry run under torch's profiler") not in counts
+    assert counts["candidate", "a check of the harness's operators"] > counts["candidate", "loop call: forward()"]
     assert "the timed rounds:" in done.stdout and "tampered" not in done.stdout + done.stderr
 
 
