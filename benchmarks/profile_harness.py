@@ -160,7 +160,7 @@ class CallTimers:
         """Each side's pieces, then the coordinator's: count, median microseconds, total seconds."""
         for path in sorted(self.folder.glob("*.json")):
             for key, ns in json.loads(path.read_text()).items():
-                self.ns[tuple(key.split("\t"))] = ns
+                self.ns[tuple(key.split("\t"))] += ns  # a side of several ranks: each rank's calls
         calls = sum(len(ns) for (side, piece), ns in self.ns.items()
                     if piece in ("ask warm_call: handled", "ask loop_call: handled", "ask gpu_call: handled"))
         print(f"\nthe timed rounds: {timing_s:.2f} s, {calls} calls ({1e3 * timing_s / max(calls, 1):.2f} ms a call)")

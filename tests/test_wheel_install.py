@@ -9,6 +9,7 @@ and styles can come only from the wheel.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,3 +122,21 @@ def test_the_installed_tutor_works_from_outside_the_source_tree(installed, tmp_p
     said = graded.stdout + graded.stderr
     assert "PASS correctness:" in said and "matches your profile" in said, said[-2000:]
     assert "Solved" in said or "FAIL performance" in said, said[-2000:]
+    # README's example of a grade reads as a grade does, its figures aside (its stages, and the verdict's lines
+    # that do not hang on the tier): it kept the wording from before every timed call was checked.
+    for line in readme_grade_lines():
+        assert re.search(any_figures(line), said), line
+
+
+def readme_grade_lines() -> list[str]:
+    """README's example grade of puzzle0: its stage lines, and its verdict's lines of correctness and diagnosis."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("```\n▸ importing: torch"):]
+    block = block[:block.index("╰")]
+    lines = [line.strip("│ ") for line in block.splitlines()[1:]]
+    return [line for line in lines if line.startswith(("▸", "PASS correctness", "PASS diagnosis", "timed calls"))]
+
+
+def any_figures(line: str) -> str:
+    """`line` as a pattern in which each figure may be any other."""
+    return r"[\d.e+-]+".join(map(re.escape, re.split(r"\d+(?:\.\d+)?(?:e[+-]\d+)?", line)))
