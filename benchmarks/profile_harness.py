@@ -167,15 +167,15 @@ class CallTimers:
         print(f"  {'side':12} {'piece':52} {'count':>6} {'median us':>10} {'total s':>8}")
         for (side, piece), ns in sorted(self.ns.items()):
             print(f"  {side:12} {piece:52} {len(ns):6} {statistics.median(ns) / 1e3:10.1f} {sum(ns) / 1e9:8.3f}")
-        print("  a loop call's ask beyond its pieces, mean us: in the worker (its checks of the round), in the pipe")
+        print("  a loop call's ask beyond its pieces, median us: in the worker (its checks of the round), in the pipe")
         for side in ("ruler", "candidate"):
-            total = {piece: sum(ns) for (s, piece), ns in self.ns.items() if s == side}
-            asks = len(self.ns.get((side, "ask loop_call: handled"), ()))
-            if asks:
-                handled, trip = total["ask loop_call: handled"], total["ask loop_call: round trip"]
-                pieces = sum(ns for piece, ns in total.items() if piece.startswith("loop call:"))
-                print(f"  {side:12} {(handled - pieces) / asks / 1e3:10.1f} {(trip - handled) / asks / 1e3:10.1f}")
-
+            handled, trip = self.ns.get((side, "ask loop_call: handled")), self.ns.get((side, "ask loop_call: round trip"))
+            if handled and trip:  # a side's asks answer one at a time, in order: the i-th of each is one ask
+                pieces = [sum(ns) for ns in zip(*(ns for (s, piece), ns in self.ns.items()
+                                                 if s == side and piece.startswith("loop call:")))]
+                beyond = [h - p for h, p in zip(handled, pieces, strict=True)]
+                pipe = [t - h for t, h in zip(trip, handled, strict=True)]
+                print(f"  {side:12} {statistics.median(beyond) / 1e3:10.1f} {statistics.median(pipe) / 1e3:10.1f}")
 
 def _role(w) -> str:
     return "candidate" if w.candidate else "ruler"
