@@ -78,7 +78,7 @@ class CallTimers:
     def __init__(self, folder: Path) -> None:
         self.folder, self.ns = folder, defaultdict(list)  # (side, piece) -> nanoseconds
         self._forward_ns = 0  # the last forward()'s, inside the call it is part of
-        self._side = ""  # in a worker: its side, from the asks it answers
+        self._side = ""  # the side of the last side's timer: in a worker, its own (its first is its start)
 
     def install(self) -> None:
         self._wrap(lockstep.Side, "ask", lambda side, op, **_: (side.role, f"ask {op}: round trip"))
@@ -169,13 +169,15 @@ class CallTimers:
             print(f"  {side:12} {piece:52} {len(ns):6} {statistics.median(ns) / 1e3:10.1f} {sum(ns) / 1e9:8.3f}")
         print("  a loop call's ask beyond its pieces, median us: in the worker (its checks of the round), in the pipe")
         for side in ("ruler", "candidate"):
-            handled, trip = self.ns.get((side, "ask loop_call: handled")), self.ns.get((side, "ask loop_call: round trip"))
+            handled = self.ns.get((side, "ask loop_call: handled"))
+            trip = self.ns.get((side, "ask loop_call: round trip"))
             if handled and trip:  # a side's asks answer one at a time, in order: the i-th of each is one ask
                 pieces = [sum(ns) for ns in zip(*(ns for (s, piece), ns in self.ns.items()
                                                  if s == side and piece.startswith("loop call:")))]
                 beyond = [h - p for h, p in zip(handled, pieces, strict=True)]
                 pipe = [t - h for t, h in zip(trip, handled, strict=True)]
                 print(f"  {side:12} {statistics.median(beyond) / 1e3:10.1f} {statistics.median(pipe) / 1e3:10.1f}")
+
 
 def _role(w) -> str:
     return "candidate" if w.candidate else "ruler"

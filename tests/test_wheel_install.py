@@ -122,8 +122,8 @@ def test_the_installed_tutor_works_from_outside_the_source_tree(installed, tmp_p
     said = graded.stdout + graded.stderr
     assert "PASS correctness:" in said and "matches your profile" in said, said[-2000:]
     assert "Solved" in said or "FAIL performance" in said, said[-2000:]
-    # README's example of a grade reads as a grade does, its figures aside (its stages, and the verdict's lines
-    # that do not hang on the tier): it kept the wording from before every timed call was checked.
+    # README's example of a grade reads as a grade does, its figures aside: its stages, and the verdict's lines
+    # that do not hang on the tier.
     for line in readme_grade_lines():
         assert re.search(any_figures(line), said), line
 
