@@ -37,7 +37,7 @@ from tutor.catalog import get_puzzle
 from tutor.harness.call_checks import Kept
 from tutor.harness.checks import own_copy
 from tutor.harness.dispatch_table import DispatchTable, entered
-from tutor.harness.gpu_clock import GpuClock
+from tutor.harness.gpu_clock import GpuClock, after_floor_ms, settle
 from tutor.harness.loading import load_module
 
 CALLS = 6
@@ -74,7 +74,6 @@ class Bench:
         from tutor.harness.hold import GpuHold
         self.clock = GpuClock(GpuHold())
         self.drain_ms = statistics.median(self._drain() for _ in range(31))
-        self.after_ms: dict[str, list[float]] = {}  # what each workload's held calls read after their end events
         warm = getattr(self.spec, "warmup_inputs", None)
         for name, (forward, state) in self.workloads.items():
             for x in (warm(7, "cuda") if warm else []) * 2 + [self.make(900 + i) for i in range(5)]:
@@ -161,13 +160,11 @@ class Bench:
             out, gpu_ms, host_ms, after_ms = self.clock._run(lambda: forward(state, x), clock.held, clock.hold_ms)
             kept.append(Kept(out))
             calls.append((gpu_ms, host_ms))
-            self.after_ms.setdefault(name, []).append(after_ms)
-        # As a grade settles its GPU clock (tutor.harness.gpu_clock.settle): each call charged the median of what its
-        # workload's calls read after their end events, beyond a floor; here every workload is trusted, so the floor
-        # is the median over all of theirs so far, where a grade reads the ruler's.
-        floor = statistics.median(ms for afters in self.after_ms.values() for ms in afters)
-        charge = max(0.0, statistics.median(self.after_ms[name]) - floor)
-        return sum(max(gpu_ms + charge, host_ms) for gpu_ms, host_ms in calls) / len(seeds)
+            clock.after_ms.append(after_ms)
+        # Settled as a grade settles its GPU clock; every workload here is trusted, so the floor is read from all of
+        # their calls so far, where a grade reads the ruler's.
+        settle(self.clock.clocks, after_floor_ms(self.clock.clocks))
+        return sum(max(gpu_ms + clock.charge_ms, host_ms) for gpu_ms, host_ms in calls) / len(seeds)
 
 
 def expected_tier(puzzle, name: str) -> str:

@@ -227,10 +227,11 @@ def test_the_single_gpu_cheats_were_refused_or_earned_no_tier_on_the_gpu():
     """puzzle1-3, 9, 10, 11, 15 and 17's cheats graded up to three times each, each grade on one H200 of a 4-GPU host
     (FOUR_GPU_CHEATS, `benchmarks/grade_cheats.py --gpus 4`) or, for some of the grades that host's time limits left
     owed, on one H100 (H100_OWED_CHEATS, `benchmarks/grade_cheats.py`), and puzzle10, 15 and 17's once more on one
-    H100 after the charge for missed work moved beyond the ruler's floor (FLOOR_CHEATS): a call that blanks the calls it takes for
-    unchecked is refused at correctness, as is an output returned as a strided view; a tail left running on a side
-    stream is charged in full, so it reads no faster than the baseline, and its output was not ready when the caller
-    read it; the baseline's work run ahead on every input found alive found nothing ahead and reads no faster."""
+    H100 after the charge for missed work moved beyond the ruler's floor (FLOOR_CHEATS): a call that blanks the calls
+    it takes for unchecked is refused at correctness, as is an output returned as a strided view; a tail left running
+    on a side stream is charged in full, so it reads no faster than the baseline, and its output was not ready when
+    the caller read it; the baseline's work run ahead on every input found alive found nothing ahead and reads no
+    faster."""
     recorded = json.loads(FOUR_GPU_CHEATS.read_text())
     recorded["grades"] += [g for path in H100_OWED_CHEATS for g in json.loads(path.read_text())["grades"]
                            if g["puzzle"] != "puzzle21"]

@@ -439,8 +439,9 @@ def test_every_shipped_style_was_graded_on_its_card_since_every_timed_call_count
 # Issue 76's harness (each call's seed an ask of its own, sent once the call before returned; each call timed from an
 # idle GPU until the device drains), graded from 2026-12-07 on, each row naming its card and commit: the first
 # session's benchmarks/grade_cheats.py --solutions rows (a tier and median speed-ups a grade, a commit field), then
-# benchmarks/grades_fixture.py's (the speed-ups' intervals, re-read under today's bars; the commit in its call). Oldest first: by the day
-# graded, then by name (a day's later file is named to sort after: solutions_per_call_late_DAY.json).
+# benchmarks/grades_fixture.py's (the speed-ups' intervals, re-read under today's bars; the commit in its call).
+# Oldest first: by the day graded, then by name (a day's later file is named to sort after:
+# solutions_per_call_late_DAY.json).
 PER_CALL_SOLUTIONS = sorted((Path(__file__).parent / "fixtures").glob("solutions_per_call_*.json"),
                             key=lambda path: (graded_on(path), path.name))
 # Styles whose newest grades on that clock (those of the newest file that has any) read below their listed tier
